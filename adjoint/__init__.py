@@ -1,0 +1,28 @@
+"""adjoint: source-to-source reverse-mode automatic differentiation for Python and NumPy.
+
+>>> import numpy as np, adjoint
+>>> def loss(w, x):
+...     return np.mean(np.tanh(x @ w) ** 2)
+>>> g = adjoint.grad(loss)(np.ones(3), np.eye(3))
+>>> g.shape
+(3,)
+"""
+
+from . import rules as _rules  # noqa: F401  (registers the built-in rules)
+from .api import differentiable, grad, gradient, pullback, rrule, source, value_and_grad
+from .errors import AdjointError, TransformError
+from .registry import non_differentiable
+
+__all__ = [
+    "AdjointError",
+    "TransformError",
+    "differentiable",
+    "grad",
+    "gradient",
+    "non_differentiable",
+    "pullback",
+    "rrule",
+    "source",
+    "value_and_grad",
+]
+__version__ = "0.1.0"

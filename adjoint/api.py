@@ -1,0 +1,294 @@
+"""The public API: `differentiable`, `pullback`, `grad`, `value_and_grad`, `gradient`, `source`.
+
+Every entry point goes through `_pullback`, which decides which arguments carry gradients
+(floats and float arrays), gets the generated forward function for exactly those, and wraps
+its pullback so the cotangents handed back match the arguments' kinds, shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+from . import registry, runtime
+from .compiler import pipeline
+from .errors import AdjointError
+
+__all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule"]
+
+
+def differentiable(fn):
+    """Mark `fn` as differentiable; it is returned unchanged, so plain calls cost nothing extra.
+
+    The transform happens on first differentiation and is cached per code object. Undecorated
+    functions can be differentiated too; the decorator documents intent.
+
+    >>> import numpy as np, adjoint
+    >>> @adjoint.differentiable
+    ... def f(x):
+    ...     return np.sum(np.sin(x) ** 2)
+    >>> f(np.zeros(3))
+    0.0
+    """
+    if not isinstance(fn, types.FunctionType):
+        raise AdjointError(f"@adjoint.differentiable needs a Python function, not {fn!r}")
+    return fn
+
+
+def pullback(f, *args, **kwargs):
+    """Run `f(*args, **kwargs)`; return its value and a function mapping cotangents back.
+
+    `back(cotangent)` takes a cotangent shaped like the value (a tuple for a tuple output) and
+    returns one cotangent per positional argument: same shape and dtype for float arguments,
+    `None` for the others. Keyword arguments are constants.
+
+    >>> import numpy as np, adjoint
+    >>> def f(x, y):
+    ...     return x * y
+    >>> value, back = adjoint.pullback(f, np.array([1.0, 2.0]), 3.0)
+    >>> back(np.array([1.0, 1.0]))
+    (array([3., 3.]), 3.0)
+    """
+    return _pullback(f, args, kwargs, range(len(args)))
+
+
+def grad(f, wrt=0):
+    """The gradient function of scalar-valued `f` with respect to positional argument(s) `wrt`.
+
+    `wrt` is an int (one gradient) or a tuple of ints (a tuple of gradients).
+
+    >>> import numpy as np, adjoint
+    >>> def f(x):
+    ...     return np.sum(x ** 2)
+    >>> adjoint.grad(f)(np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
+    positions = _positions(wrt)
+
+    @functools.wraps(f)
+    def gradient_of_f(*args, **kwargs):
+        value, back = _pullback(f, args, kwargs, positions)
+        cotangents = back(_unit(value, f))
+        return _select(cotangents, wrt)
+
+    return gradient_of_f
+
+
+def value_and_grad(f, wrt=0, has_aux=False):
+    """Like `grad`, but the function returns `(value, gradient)`.
+
+    With `has_aux=True`, `f` returns `(value, aux)`: `aux` is passed through undifferentiated
+    and the result is `((value, aux), gradient)`.
+
+    >>> import numpy as np, adjoint
+    >>> def loss(w):
+    ...     return np.sum(w ** 2), "extra"
+    >>> (value, aux), g = adjoint.value_and_grad(loss, has_aux=True)(np.array([3.0]))
+    >>> float(value), aux, g
+    (9.0, 'extra', array([6.]))
+    """
+    positions = _positions(wrt)
+
+    @functools.wraps(f)
+    def value_and_gradient_of_f(*args, **kwargs):
+        value, back = _pullback(f, args, kwargs, positions)
+        if has_aux:
+            if not (isinstance(value, tuple) and len(value) == 2):
+                raise AdjointError(f"with has_aux=True, {_name(f)} must return a pair (value, aux)")
+            cotangents = back((_unit(value[0], f), None))
+        else:
+            cotangents = back(_unit(value, f))
+        return value, _select(cotangents, wrt)
+
+    return value_and_gradient_of_f
+
+
+def gradient(f, *args, **kwargs):
+    """The gradients of scalar-valued `f` at `args`: a tuple, one entry per positional argument.
+
+    >>> import adjoint
+    >>> def f(x, y):
+    ...     return x * y + y
+    >>> adjoint.gradient(f, 2.0, 5.0)
+    (5.0, 3.0)
+    """
+    value, back = pullback(f, *args, **kwargs)
+    return back(_unit(value, f))
+
+
+def source(f, wrt=None) -> str:
+    """The generated Python source of `f`'s forward function and pullback.
+
+    `wrt` (an int or tuple of ints) picks the parameters to differentiate; by default all
+    positional parameters.
+
+    >>> import numpy as np, adjoint
+    >>> def f(x):
+    ...     return np.sin(x)
+    >>> print(adjoint.source(f))  # doctest: +ELLIPSIS
+    def f_forward(x):
+        # line ...: return np.sin(x)
+        f = np.sin(x)
+    <BLANKLINE>
+        def f_pullback(f_bar):
+            # line ...: return np.sin(x)
+            x_bar = f_bar * np.cos(x)
+            return (x_bar,)
+        return (f, f_pullback)
+    <BLANKLINE>
+    """
+    _require_python_function(f)
+    if wrt is None:
+        positions = tuple(range(f.__code__.co_argcount))
+    else:
+        positions = _positions(wrt)
+    return pipeline.compiled(f, positions).text
+
+
+def rrule(*primitives):
+    """Register a reverse rule for `primitives` (a decorator): see `adjoint.registry`.
+
+    The rule is called with the primitive's arguments, keyword arguments included, and
+    returns `(value, pullback)`; `pullback(cotangent)` returns one cotangent per positional
+    argument (`None` where an argument has none, which adjoint reads as zeros).
+
+    >>> import numpy as np, adjoint
+    >>> def softplus(x):
+    ...     return np.log1p(np.exp(x))
+    >>> @adjoint.rrule(softplus)
+    ... def softplus_rrule(x):
+    ...     def softplus_pullback(g):
+    ...         return (g / (1 + np.exp(-x)),)
+    ...     return softplus(x), softplus_pullback
+    >>> float(adjoint.grad(softplus)(0.0))
+    0.5
+    """
+    return registry.rrule(*primitives, checked=True)
+
+
+# ---- the one path every entry point takes ------------------------------------------------------
+
+def _pullback(f, args, kwargs, positions):
+    wrt = tuple(i for i in positions if _carries_gradient(args[i], i, f))
+    rule = registry.lookup(f)
+    if rule is not None:
+        value, generated_pullback = rule.rrule(*args, **kwargs)
+    else:
+        _require_python_function(f)
+        value, generated_pullback = pipeline.forward_function(f, wrt)(*args, **kwargs)
+
+    def back(cotangent):
+        cotangents = generated_pullback(_complete(value, cotangent))
+        return tuple(
+            _project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))
+        )
+
+    return value, back
+
+
+def _carries_gradient(arg, index, f) -> bool:
+    if runtime.is_differentiable(arg):
+        return True
+    if isinstance(arg, (tuple, list, dict)) and _has_float_leaf(arg):
+        raise AdjointError(
+            f"argument {index} of {_name(f)} is a {type(arg).__name__} holding floats: "
+            "gradients with respect to containers are not supported yet. Pass the arrays as "
+            "separate arguments."
+        )
+    return False
+
+
+def _has_float_leaf(tree) -> bool:
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    if isinstance(tree, (tuple, list)):
+        return any(_has_float_leaf(t) for t in tree)
+    return runtime.is_differentiable(tree)
+
+
+def _complete(value, cotangent):
+    """The cotangent the user gave, checked against the value, `None` leaves made zeros."""
+    if isinstance(value, (tuple, list)):
+        if cotangent is None:
+            cotangent = [None] * len(value)
+        if not isinstance(cotangent, (tuple, list)) or len(cotangent) != len(value):
+            raise AdjointError(
+                f"the cotangent must mirror the output: a {type(value).__name__} of {len(value)}"
+            )
+        return type(value)(_complete(v, c) for v, c in zip(value, cotangent))
+    if cotangent is None:
+        return runtime.zeros_like(value)
+    if np.shape(cotangent) != np.shape(value):
+        raise AdjointError(
+            f"the cotangent has shape {np.shape(cotangent)} but the output has shape {np.shape(value)}"
+        )
+    return cotangent
+
+
+def _project(arg, cotangent):
+    """`cotangent` as the same kind of value as `arg`: float for float, dtype for arrays."""
+    if cotangent is None:
+        return runtime.zeros_like(arg)
+    if type(arg) is float:
+        return float(np.real(cotangent))
+    dtype = arg.dtype if isinstance(arg, (np.ndarray, np.generic)) else np.result_type(arg)
+    if isinstance(arg, np.generic):
+        return dtype.type(cotangent if dtype.kind == "c" else np.real(cotangent))
+    result = np.asarray(cotangent)
+    if dtype.kind != "c":
+        result = np.real(result)
+    if result.dtype != dtype or not result.flags.writeable:
+        result = np.array(result, dtype=dtype)
+    if result.shape != np.shape(arg):
+        raise AdjointError(f"internal error: cotangent shape {result.shape} for an argument of shape {np.shape(arg)}")
+    return result
+
+
+def _unit(value, f):
+    """The seed of a gradient: 1 shaped like the scalar output."""
+    if not (runtime.is_differentiable(value) and np.ndim(value) == 0):
+        kind = f"an array of shape {np.shape(value)}" if np.ndim(value) else type(value).__name__
+        raise AdjointError(
+            f"grad needs {_name(f)} to return a float scalar, but it returned {kind}. "
+            "For other outputs use adjoint.pullback(f, *args) and pass a cotangent to back()."
+        )
+    return np.ones_like(value) if isinstance(value, (np.ndarray, np.generic)) else type(value)(1)
+
+
+def _positions(wrt):
+    if isinstance(wrt, int):
+        return (wrt,)
+    if isinstance(wrt, tuple) and all(isinstance(i, int) for i in wrt):
+        return wrt
+    raise AdjointError(f"wrt must be an int or a tuple of ints, not {wrt!r}")
+
+
+def _select(cotangents, wrt):
+    try:
+        return cotangents[wrt] if isinstance(wrt, int) else tuple(cotangents[i] for i in wrt)
+    except IndexError:
+        raise AdjointError(f"wrt={wrt!r} names an argument that was not passed") from None
+
+
+def _require_python_function(f):
+    if not isinstance(f, types.FunctionType):
+        raise AdjointError(
+            f"adjoint cannot differentiate {f!r}: it has no rule and is not a Python function. "
+            "Register a rule for it with @adjoint.rrule."
+        )
+
+
+def _name(f) -> str:
+    return f"`{getattr(f, '__qualname__', f)}`"
+
+
+def _transform_for_runtime(fn, wrt):
+    if isinstance(fn, types.MethodType):
+        raise AdjointError(f"calling methods inside differentiated code is not supported yet: {fn!r}")
+    _require_python_function(fn)
+    return pipeline.forward_function(fn, tuple(wrt))
+
+
+runtime.install_transformer(_transform_for_runtime)

@@ -1,0 +1,43 @@
+"""The annotations passes attach to nodes, each documented with what writes and reads it.
+
+Annotations live in a dict on the node (`node._adjoint`), so they survive deep copies.
+"""
+
+from __future__ import annotations
+
+# The user's source line (1-based, in the user's file) a statement comes from.
+# Written by `source` on every statement of the user's function and copied by every pass that
+# derives statements from them; read by `emit` to write `# line N:` comments.
+ORIGIN = "origin"
+
+# How the callee of a call resolved, a `resolve.Callee`. Written by `resolve`, read by
+# `activity` and `reverse`.
+CALLEE = "callee"
+
+# Names whose values carry a gradient from the requested inputs (`set[str]`, on the function).
+# Written by `activity`, read by `reverse`.
+VARIED = "varied"
+
+# Names whose values reach the returned value along differentiable paths (`set[str]`, on the
+# function). Written by `activity`, read by `reverse`.
+USEFUL = "useful"
+
+
+def get(node, key, default=None):
+    return getattr(node, "_adjoint", {}).get(key, default)
+
+
+def set_(node, key, value) -> None:
+    if not hasattr(node, "_adjoint"):
+        node._adjoint = {}
+    node._adjoint[key] = value
+
+
+def copy_origin(source, target):
+    """Give `target` (a node or a list of nodes) the origin of `source`; returns `target`."""
+    origin = get(source, ORIGIN)
+    if origin is not None:
+        for node in target if isinstance(target, list) else [target]:
+            if get(node, ORIGIN) is None:
+                set_(node, ORIGIN, origin)
+    return target

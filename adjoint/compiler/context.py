@@ -1,0 +1,78 @@
+"""Per-transform state shared by the passes: the function, its source, names and problems."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+
+import gast
+
+from ..errors import Problem, TransformError
+from .naming import Namer
+from .source import FunctionSource
+
+
+@dataclasses.dataclass
+class Context:
+    """What every pass may read, and the problems they report (raised together by `check`)."""
+
+    fn: object  # the user's function
+    source: FunctionSource
+    wrt: tuple[int, ...]  # positions of the parameters to differentiate with respect to
+    namer: Namer = None
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+    # Objects the generated code needs that the user's namespace does not hold, by name.
+    injected: dict[str, object] = dataclasses.field(default_factory=dict)
+    runtime_alias: str = "adj"
+    # The function's parameters and assigned names (set by the pipeline after normalizing).
+    local_names: set[str] = dataclasses.field(default_factory=set)
+
+    def __post_init__(self):
+        if self.namer is None:
+            names = {n.id for n in gast.walk(self.source.node) if isinstance(n, gast.Name)}
+            names |= set(getattr(getattr(self.fn, "__code__", None), "co_freevars", ()))
+            self.namer = Namer(names)
+            self.runtime_alias = self.namer.new("adj")
+
+    @property
+    def function_name(self) -> str:
+        return getattr(self.fn, "__qualname__", self.source.name)
+
+    def problem(self, node, message: str, hint: str = "") -> None:
+        """Record a problem located at `node`."""
+        line = getattr(node, "lineno", None) or getattr(self.source.node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) or 0
+        end_col = getattr(node, "end_col_offset", None)
+        if getattr(node, "end_lineno", line) != line:
+            end_col = len(self.source.line(line).rstrip("\n"))
+        self.problems.append(
+            Problem(self.source.filename, line, col, end_col, self.source.line(line), message, hint)
+        )
+
+    def check(self) -> None:
+        """Raise every problem recorded so far, together."""
+        if self.problems:
+            raise TransformError(self.function_name, self.problems)
+
+    def lookup_global(self, identifier: str, default=None):
+        """What a free name of the function refers to now: closure cell, global or builtin."""
+        code = getattr(self.fn, "__code__", None)
+        if code is not None and identifier in code.co_freevars:
+            cell = self.fn.__closure__[code.co_freevars.index(identifier)]
+            try:
+                return cell.cell_contents
+            except ValueError:
+                return default
+        namespace = getattr(self.fn, "__globals__", {})
+        if identifier in namespace:
+            return namespace[identifier]
+        return getattr(builtins, identifier, default)
+
+    def inject(self, obj, preferred: str) -> str:
+        """A name under which generated code can reach `obj`."""
+        for identifier, existing in self.injected.items():
+            if existing is obj:
+                return identifier
+        identifier = self.namer.new(preferred)
+        self.injected[identifier] = obj
+        return identifier

@@ -1,0 +1,42 @@
+"""Emit: the generated function as readable source, with comments mapping it to the user's lines.
+
+Assumes: a function whose statements carry `ORIGIN` annotations.
+Guarantees: valid Python source; before each run of statements from one user line, a comment
+`# line N: <that line of the user's source>`. The comments come from the annotations, so they
+stay right whatever earlier passes removed or reordered.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from . import annotations as anno
+from . import syntax
+from .context import Context
+
+
+def to_source(node: gast.FunctionDef, ctx: Context) -> str:
+    """`node` as source text, commented with the user's lines."""
+    _comment_bodies(node, ctx)
+    return syntax.unparse(node) + "\n"
+
+
+def _comment_bodies(node, ctx):
+    for child in [n for n in gast.walk(node) if isinstance(n, gast.FunctionDef)]:
+        child.body = _commented(child.body, ctx)
+
+
+def _commented(body, ctx):
+    out, previous = [], None
+    for stmt in body:
+        origin = anno.get(stmt, anno.ORIGIN)
+        if origin is not None and origin != previous and not isinstance(stmt, gast.FunctionDef):
+            out.append(syntax.comment(f"line {origin}: {_user_line(ctx, origin)}"))
+            previous = origin
+        out.append(stmt)
+    return out
+
+
+def _user_line(ctx, lineno) -> str:
+    text = ctx.source.line(lineno).strip()
+    return text if len(text) <= 72 else text[:69] + "..."

@@ -1,0 +1,348 @@
+"""Inline: stitch a rule's math into generated code instead of calling the rule.
+
+Rules stay ordinary, runnable Python functions; this module reads their source and, when
+it has one of two shapes, copies their math into the generated pullback:
+
+- elementwise partials (`registry.elementwise`): `def d_tanh(ans, x): return 1 - ans ** 2`
+  becomes `x_bar = h_bar * (1 - h ** 2)`, with `adj.unbroadcast(..., x)` for several inputs;
+- full rules whose forward is assignments to names, and whose pullback is assignments to names
+  and one final `return` of a tuple:
+
+      def sum_rrule(a, axis=None, dtype=None, keepdims=False):
+          def sum_pullback(g):
+              return (adj.unreduce(g, a, axis=axis, keepdims=keepdims),)
+          return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims), sum_pullback
+
+  becomes `x_bar = adj.unreduce(s_bar, x, axis=1)` for `s = np.sum(x, axis=1)`.
+
+The user's own statement computes the value (a rule's value equals its primitive's), rule
+parameters become the call's atoms, rule locals get names derived from the call's target, and
+the rule's globals become names generated code can reach. Keyword arguments equal to a
+helper's default are dropped, and `g * 1`-style products simplified, so the result reads as
+written by hand. A rule of any other shape is called as it is (see `reverse`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import inspect
+import textwrap
+import types
+
+import gast
+
+from .. import runtime
+from . import annotations as anno
+from . import syntax
+from .context import Context
+from .simplify import simplify
+
+_DEFAULTS = "call_defaults"  # annotation: a rule's call -> {keyword: default} of its callee
+
+
+class BindError(Exception):
+    """A call's arguments do not fit the rule's parameters."""
+
+
+@dataclasses.dataclass
+class Plan:
+    """A rule's definition, taken apart for inlining."""
+
+    params: list[str]
+    defaults: dict[str, object]  # parameter -> default constant
+    pre: list  # forward statements the pullback needs, besides the value
+    value_name: str | None  # the rule's local name for its value
+    cotangent: str  # the pullback's parameter
+    body: list  # pullback statements before its final return
+    results: list  # one expression (or None) per positional input
+    local_names: set[str]
+    global_objects: dict[str, object]
+
+
+@dataclasses.dataclass
+class Inlined:
+    """A rule instantiated at one call site."""
+
+    forward: list  # statements to run after the user's statement
+    body: list  # pullback statements, given the cotangent name
+    results: list  # per positional argument of the call: an expression, or None
+
+
+_plans: dict[int, Plan | None] = {}
+
+
+def plan_for(rule) -> Plan | None:
+    """The inlining plan of a registered rule, or None if it is not in an inlinable shape."""
+    key = id(rule)
+    if key not in _plans:
+        try:
+            if rule.partials is not None:
+                plan = _plan_partials(rule.partials)
+            else:
+                plan = _plan_rule(rule.definition)
+        except (_NotInlinable, OSError, TypeError):
+            plan = None
+        _plans[key] = plan
+    return _plans[key]
+
+
+class _NotInlinable(Exception):
+    pass
+
+
+def _definition(fn) -> gast.FunctionDef:
+    node = syntax.parse(_dedented_source(fn)).body[0]
+    if not isinstance(node, gast.FunctionDef):
+        raise _NotInlinable
+    node.decorator_list = []
+    return node
+
+
+def _dedented_source(fn) -> str:
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def _plan_partials(partials) -> Plan:
+    node = _definition(partials)
+    names = [a.id for a in node.args.args]
+    if node.args.vararg or node.args.kwarg or len(node.body) != 1 or len(names) < 2:
+        raise _NotInlinable
+    (ret,) = node.body
+    if not isinstance(ret, gast.Return):
+        raise _NotInlinable
+    ans, inputs = names[0], names[1:]
+    cotangent = _unused("g", node)
+    alias = _unused("adj", node)
+    if len(inputs) == 1:
+        results = [_times(cotangent, ret.value)]
+    else:
+        if not isinstance(ret.value, gast.Tuple) or len(ret.value.elts) != len(inputs):
+            raise _NotInlinable
+        results = [
+            None if _is_none(e) else syntax.call(f"{alias}.unbroadcast", [_times(cotangent, e), syntax.name(x)])
+            for e, x in zip(ret.value.elts, inputs)
+        ]
+    global_objects = _globals_of(partials, node, set(names))
+    global_objects[alias] = runtime
+    return Plan(inputs, _defaults(node, inputs), [], ans, cotangent, [], results, set(names), global_objects)
+
+
+def _plan_rule(rule_fn) -> Plan:
+    node = _definition(rule_fn)
+    args = node.args
+    if args.vararg or args.kwarg or args.posonlyargs:
+        raise _NotInlinable
+    *pre, pullback, ret = node.body
+    if not (isinstance(pullback, gast.FunctionDef) and isinstance(ret, gast.Return)):
+        raise _NotInlinable
+    if not all(_assigns_one_name(s) for s in pre):
+        raise _NotInlinable
+    value, returned_pullback = _pair(ret.value)
+    if syntax.dotted(returned_pullback) != pullback.name or len(pullback.args.args) != 1:
+        raise _NotInlinable
+    *body, final = pullback.body
+    if not isinstance(final, gast.Return) or not all(_assigns_one_name(s) for s in body):
+        raise _NotInlinable
+    results = final.value.elts if isinstance(final.value, gast.Tuple) else [final.value]
+    value_name = value.id if isinstance(value, gast.Name) else None
+    pre = [s for s in pre if s.targets[0].id != value_name]
+    params = [a.id for a in args.args + args.kwonlyargs]
+    local_names = set(params) | {pullback.name, pullback.args.args[0].id}
+    local_names |= {s.targets[0].id for s in node.body[:-2] + body}
+    return Plan(
+        [a.id for a in args.args], _defaults(node, params), pre, value_name,
+        pullback.args.args[0].id, body, [None if _is_none(r) else r for r in results],
+        local_names, _globals_of(rule_fn, node, local_names),
+    )
+
+
+def _pair(value):
+    if not (isinstance(value, gast.Tuple) and len(value.elts) == 2):
+        raise _NotInlinable
+    return value.elts
+
+
+def _assigns_one_name(stmt) -> bool:
+    return (
+        isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], gast.Name)
+        and not any(isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield)) for n in gast.walk(stmt))
+    )
+
+
+def _defaults(node, params) -> dict[str, object]:
+    args = node.args
+    positional = args.args[len(args.args) - len(args.defaults):] if args.defaults else []
+    pairs = list(zip(positional, args.defaults)) + [
+        (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None
+    ]
+    defaults = {}
+    for param, default in pairs:
+        if not isinstance(default, gast.Constant):
+            raise _NotInlinable
+        defaults[param.id] = default.value
+    return defaults
+
+
+def _globals_of(fn, node, local_names) -> dict[str, object]:
+    """What each free name of the rule refers to; annotate its calls with their defaults."""
+    namespace = dict(vars(builtins))
+    namespace.update(fn.__globals__)
+    if fn.__closure__:
+        namespace.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    found = {}
+    for name in syntax.load_names(node) - local_names:
+        if name not in namespace:
+            raise _NotInlinable
+        found[name] = namespace[name]
+    for call in (n for n in gast.walk(node) if isinstance(n, gast.Call)):
+        callee = _evaluate(call.func, namespace)
+        anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
+    return found
+
+
+def _evaluate(expr, namespace):
+    text = syntax.dotted(expr)
+    if text is None:
+        return None
+    head, *rest = text.split(".")
+    obj = namespace.get(head)
+    for part in rest:
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _keyword_defaults(callee) -> list[tuple[str, object]]:
+    """The callee's parameters, in order, with their defaults (`_NO_DEFAULT` if none)."""
+    try:
+        parameters = inspect.signature(callee).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [
+        (p.name, p.default if p.default is not inspect.Parameter.empty and _is_simple(p.default) else _NO_DEFAULT)
+        for p in parameters
+    ]
+
+
+_NO_DEFAULT = object()
+
+
+def _is_simple(value) -> bool:
+    return value is None or type(value) in (bool, int, float, str)
+
+
+def _times(cotangent, expr):
+    return gast.BinOp(left=syntax.name(cotangent), op=gast.Mult(), right=expr)
+
+
+def _is_none(expr) -> bool:
+    return isinstance(expr, gast.Constant) and expr.value is None
+
+
+def _unused(base, node) -> str:
+    taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    while base in taken:
+        base += "_"
+    return base
+
+
+# ---- instantiation at a call site --------------------------------------------------------------
+
+def instantiate(plan: Plan, args: list, keywords: dict, target: str, ctx: Context) -> Inlined:
+    """The rule's forward and pullback for `target = primitive(*args, **keywords)`."""
+    mapping = _bind(plan, args, keywords)
+    if plan.value_name:
+        mapping[plan.value_name] = target
+    for local in sorted(plan.local_names - set(mapping) - {plan.cotangent}):
+        mapping[local] = ctx.namer.new(f"{target}_{local}")
+    for global_name, obj in plan.global_objects.items():
+        mapping[global_name] = syntax.name(_reachable_name(global_name, obj, ctx))
+
+    def fill(node):
+        return _tidy(simplify(syntax.substitute(node, mapping)))
+
+    forward = [fill(s) for s in plan.pre]
+    body = [fill(s) for s in plan.body]
+    results = [None if r is None else fill(r) for r in plan.results]
+    results = results[: len(args)] + [None] * (len(args) - len(results))
+    return Inlined(forward, body, [_without_needless_unbroadcast(r, i, args, ctx) for i, r in enumerate(results)])
+
+
+def _without_needless_unbroadcast(result, index, args, ctx):
+    """`adj.unbroadcast(e, x)` is `e` when every other operand is a Python number constant."""
+    others = args[:index] + args[index + 1 :]
+    if (
+        isinstance(result, gast.Call) and syntax.dotted(result.func) == f"{ctx.runtime_alias}.unbroadcast"
+        and all(isinstance(a, gast.Constant) and type(a.value) in (int, float) for a in others)
+    ):
+        return result.args[0]
+    return result
+
+
+def with_cotangent(inlined: Inlined, plan: Plan, cotangent: str) -> Inlined:
+    """`inlined` with the rule's cotangent parameter renamed to `cotangent`."""
+    mapping = {plan.cotangent: cotangent}
+    return Inlined(
+        inlined.forward,
+        [syntax.substitute(s, mapping) for s in inlined.body],
+        [None if r is None else syntax.substitute(r, mapping) for r in inlined.results],
+    )
+
+
+def _bind(plan, args, keywords) -> dict:
+    if len(args) > len(plan.params):
+        raise BindError(f"takes at most {len(plan.params)} positional arguments")
+    mapping = dict(zip(plan.params, args))
+    for key, value in keywords.items():
+        if key in mapping:
+            raise BindError(f"got `{key}` twice")
+        if key not in plan.defaults and key not in plan.params:
+            raise BindError(f"does not support the keyword argument `{key}=`")
+        mapping[key] = value
+    for param in plan.params + list(plan.defaults):
+        if param not in mapping:
+            if param not in plan.defaults:
+                raise BindError(f"needs the argument `{param}`")
+            mapping[param] = syntax.const(plan.defaults[param])
+    return mapping
+
+
+def _reachable_name(global_name: str, obj, ctx: Context) -> str:
+    """A name generated code can use for `obj`: the runtime alias, the user's own, or injected."""
+    if obj is runtime:
+        return ctx.runtime_alias
+    user_globals = getattr(ctx.fn, "__globals__", {})
+    candidates = [global_name] if user_globals.get(global_name, None) is obj else []
+    if isinstance(obj, types.ModuleType):
+        candidates += [name for name, value in user_globals.items() if value is obj]
+    for name in candidates:
+        if name not in ctx.local_names and name not in ctx.namer.issued:
+            ctx.namer.reserve(name)
+            return name
+    return ctx.inject(obj, global_name)
+
+
+class _Tidy(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        parameters = anno.get(node, _DEFAULTS) or []
+        defaults = dict(parameters)
+        node.keywords = [k for k in node.keywords if not _is_default(k.value, defaults.get(k.arg, _NO_DEFAULT))]
+        while node.args and len(node.args) <= len(parameters) and not node.keywords:
+            if not _is_default(node.args[-1], parameters[len(node.args) - 1][1]):
+                break
+            node.args.pop()
+        return node
+
+
+def _is_default(value, default) -> bool:
+    return (
+        default is not _NO_DEFAULT and isinstance(value, gast.Constant)
+        and type(value.value) is type(default) and value.value == default
+    )
+
+
+def _tidy(node):
+    """Drop arguments that repeat the callee's default."""
+    return _Tidy().visit(node)

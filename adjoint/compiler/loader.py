@@ -1,0 +1,84 @@
+"""Load: compile generated source and bind it to the user's live globals and closure cells.
+
+The generated function is wrapped in two factories: an outer one that declares the user's free
+variables (so the generated code compiles them as free variables too), and an inner one that
+takes the runtime alias and injected objects as parameters. The inner factory is rebuilt on
+the user's own globals and cells, never a snapshot, so monkeypatching and `nonlocal` rebinding
+are seen. The text is registered in `linecache` under `<adjoint NAME #N>`, so tracebacks and
+`inspect.getsource` show generated lines.
+
+    def __adjoint_closure__():
+        W = None                       # the user's free variables, one line each
+        def __adjoint_factory__(adj, sum_rrule):
+            def f_forward(x): ...      # the generated function
+            return f_forward
+        return __adjoint_factory__
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import linecache
+import textwrap
+import types
+
+_counter = itertools.count(1)
+
+
+@dataclasses.dataclass
+class Compiled:
+    """Generated code, ready to be bound to any function object sharing the user's code."""
+
+    factory_code: types.CodeType
+    parameters: tuple[str, ...]  # of the inner factory, in order
+    arguments: tuple[object, ...]  # what to pass for them
+    text: str  # the generated function alone
+    filename: str
+    arity: int  # positional parameters of the generated function
+
+
+def compile_source(
+    text: str, name: str, free_names, alias: str, runtime, injected: dict, arity: int
+) -> Compiled:
+    """Compile the generated function `text` inside its factories; `alias` names `runtime`."""
+    filename = f"<adjoint {name} #{next(_counter)}>"
+    parameters = (alias,) + tuple(injected)
+    declared = "".join(f"    {v} = None\n" for v in free_names) or "    pass\n"
+    module_text = (
+        "def __adjoint_closure__():\n"
+        + declared
+        + f"    def __adjoint_factory__({', '.join(parameters)}):\n"
+        + textwrap.indent(text, " " * 8)
+        + f"        return {_defined_name(text)}\n"
+        + "    return __adjoint_factory__\n"
+    )
+    linecache.cache[filename] = (len(module_text), None, module_text.splitlines(True), filename)
+    module_code = compile(module_text, filename, "exec")
+    closure_code = _constant(module_code, "__adjoint_closure__")
+    factory_code = _constant(closure_code, "__adjoint_factory__")
+    return Compiled(factory_code, parameters, (runtime,) + tuple(injected.values()), text, filename, arity)
+
+
+def instantiate(compiled: Compiled, fn):
+    """The generated function bound to `fn`'s globals, closure cells and defaults."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(cells[v] for v in compiled.factory_code.co_freevars)
+    factory = types.FunctionType(compiled.factory_code, fn.__globals__, "__adjoint_factory__", None, closure)
+    generated = factory(*compiled.arguments)
+    generated.__defaults__ = fn.__defaults__
+    generated.__kwdefaults__ = fn.__kwdefaults__
+    generated.__adjoint_arity__ = compiled.arity
+    generated.__adjoint_source__ = compiled.text
+    return generated
+
+
+def _constant(code, name):
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+
+
+def _defined_name(text: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("def "):
+            return line[4 : line.index("(")]
+    raise ValueError("no function definition in generated text")

@@ -1,0 +1,38 @@
+"""One name generator per function: readable names derived from the user's, never clashing.
+
+Conventions in generated code: `x_bar` is the cotangent of `x`; `<f>_pullback` is a pullback
+closure; `<f>_forward` is the transformed function; temporaries are named after the value they
+feed and the operation (`h_matmul` in `h = np.tanh(x @ W)`); a rebound name gets a suffix
+(`h`, then `h_1`); `adj` is the alias of adjoint's runtime helpers.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+
+
+class Namer:
+    """Hands out names unused in the function and among the names it was seeded with."""
+
+    def __init__(self, taken=()):
+        self.taken = set(taken) | set(dir(builtins)) | set(keyword.kwlist)
+        self.issued: set[str] = set()  # names this generator handed out
+
+    def new(self, base: str) -> str:
+        base = _clean(base)
+        candidate, n = base, 0
+        while candidate in self.taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        self.taken.add(candidate)
+        self.issued.add(candidate)
+        return candidate
+
+    def reserve(self, identifier: str) -> None:
+        self.taken.add(identifier)
+
+
+def _clean(base: str) -> str:
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "value"
+    return "_" + text if text[0].isdigit() else text

@@ -1,0 +1,228 @@
+"""Normalize: every statement one simple shape (A-normal form), temporaries named readably.
+
+Assumes: a fenced function (see `fence`).
+Guarantees, for the function body after `transform`:
+- each statement is one of
+  `name = rhs`, `a, b = name` (unpacking into names), `call(...)` (an expression statement),
+  `assert ...` (left as written), or `return atom`, which is the last statement;
+- `rhs` is an atom, or one operation on atoms: a binary or unary operation, a comparison, a
+  call, an attribute read, a subscript (its index made of atoms and slices of atoms), or a
+  tuple or list display; a call's callee is a dotted name (`np.linalg.inv`, `f`, `x.sum`);
+- an atom is a name, a constant, or a dotted read of a module-level name (`np.pi`);
+- every statement carries the `ORIGIN` of the user statement it came from.
+
+Before:  h = np.tanh(x @ W + b)
+After:   h_matmul = x @ W
+         h_add = h_matmul + b
+         h = np.tanh(h_add)
+"""
+
+from __future__ import annotations
+
+import gast
+
+from . import annotations as anno
+from . import syntax
+from .context import Context
+
+_OPERATOR_TAGS = {
+    gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "div", gast.FloorDiv: "floordiv",
+    gast.Mod: "mod", gast.Pow: "pow", gast.MatMult: "matmul", gast.USub: "neg", gast.UAdd: "pos",
+    gast.Not: "not", gast.Invert: "invert", gast.LShift: "lshift", gast.RShift: "rshift",
+    gast.BitAnd: "and", gast.BitOr: "or", gast.BitXor: "xor",
+}
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Rewrite `node`'s body into A-normal form (see the module docstring)."""
+    local_names = assigned_names(node)
+    normalizer = _Normalizer(ctx, local_names)
+    body = []
+    for stmt in node.body:
+        body.extend(normalizer.statement(stmt))
+    if not body or not isinstance(body[-1], gast.Return):
+        body.append(anno.copy_origin(node.body[-1], syntax.returns(syntax.const(None))))
+    node.body = body
+    return node
+
+
+def assigned_names(node: gast.FunctionDef) -> set[str]:
+    """The function's local names: parameters and every name it assigns."""
+    args = node.args
+    params = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    names = {p.id for p in params}
+    for child in gast.walk(node):
+        if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Store):
+            names.add(child.id)
+    return names
+
+
+class _Normalizer:
+    def __init__(self, ctx: Context, local_names: set[str]):
+        self.ctx = ctx
+        self.local_names = local_names
+        self.out: list = []
+        self.origin = None
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def statement(self, stmt) -> list:
+        self.out, self.origin = [], stmt
+        if isinstance(stmt, gast.Assign):
+            self._assign(stmt.targets, stmt.value)
+        elif isinstance(stmt, gast.AugAssign):
+            value = gast.BinOp(left=syntax.name(stmt.target.id), op=stmt.op, right=stmt.value)
+            self._assign([stmt.target], value)
+        elif isinstance(stmt, gast.AnnAssign):
+            if stmt.value is not None:
+                self._assign([stmt.target], stmt.value)
+        elif isinstance(stmt, gast.Expr):
+            self._expression_statement(stmt)
+        elif isinstance(stmt, gast.Return):
+            self._return(stmt)
+        elif not isinstance(stmt, gast.Pass):
+            self._emit(stmt)
+        return self.out
+
+    def _assign(self, targets, value):
+        first, *others = targets
+        if isinstance(first, gast.Name):
+            self._emit(syntax.assign(first.id, self.rhs(value, first.id)))
+        else:
+            self._unpack(first, self.atom(value, "_".join(_target_names(first))))
+        for other in others:
+            source = first.id if isinstance(first, gast.Name) else None
+            if source is None:
+                self.ctx.problem(other, "chained assignment to a tuple is not supported yet")
+            elif isinstance(other, gast.Name):
+                self._emit(syntax.assign(other.id, syntax.name(source)))
+            else:
+                self._unpack(other, syntax.name(source))
+
+    def _unpack(self, target, source):
+        names = []
+        for element in target.elts:
+            if isinstance(element, gast.Name):
+                names.append(syntax.store(element.id))
+            else:
+                names.append(syntax.store(self.ctx.namer.new("_".join(_target_names(element)))))
+        self._emit(syntax.assign(syntax.tuple_(names, syntax.STORE), source))
+        for element, placeholder in zip(target.elts, names):
+            if not isinstance(element, gast.Name):
+                self._unpack(element, syntax.name(placeholder.id))
+
+    def _expression_statement(self, stmt):
+        value = stmt.value
+        if isinstance(value, gast.Constant) or syntax.is_atom(value):
+            return  # docstrings and bare names do nothing
+        self._emit(gast.Expr(value=self.rhs(value, _call_tag(value) or "value")))
+
+    def _return(self, stmt):
+        if stmt.value is None:
+            self._emit(syntax.returns(syntax.const(None)))
+            return
+        hint = self.ctx.source.name if self.ctx.source.name != "<lambda>" else "out"
+        self._emit(syntax.returns(self.atom(stmt.value, hint, name_whole=True)))
+
+    def _emit(self, stmt):
+        anno.copy_origin(self.origin, stmt)
+        self.out.append(stmt)
+
+    # ---- expressions ------------------------------------------------------------------------
+
+    def atom(self, expr, hint: str, name_whole: bool = False):
+        """`expr` as an atom, emitting the statements that compute it."""
+        folded = _fold_sign(expr)
+        if syntax.is_atom(folded) or self._is_global_read(folded):
+            return folded
+        rhs = self.rhs(folded, hint)
+        temp = self.ctx.namer.new(hint if name_whole else f"{hint}_{_tag(folded)}")
+        self._emit(syntax.assign(temp, rhs))
+        return syntax.name(temp)
+
+    def rhs(self, expr, hint: str):
+        """`expr` with atoms for operands: one operation, ready to be assigned."""
+        expr = _fold_sign(expr)
+        if isinstance(expr, gast.BinOp):
+            return gast.BinOp(left=self.atom(expr.left, hint), op=expr.op, right=self.atom(expr.right, hint))
+        if isinstance(expr, gast.UnaryOp):
+            return gast.UnaryOp(op=expr.op, operand=self.atom(expr.operand, hint))
+        if isinstance(expr, gast.Compare):
+            return gast.Compare(
+                left=self.atom(expr.left, hint), ops=expr.ops,
+                comparators=[self.atom(c, hint) for c in expr.comparators],
+            )
+        if isinstance(expr, gast.Call):
+            return self._call(expr, hint)
+        if isinstance(expr, gast.Attribute) and not self._is_global_read(expr):
+            return gast.Attribute(value=self.atom(expr.value, hint), attr=expr.attr, ctx=gast.Load())
+        if isinstance(expr, gast.Subscript):
+            return gast.Subscript(
+                value=self.atom(expr.value, hint), slice=self._index(expr.slice, hint), ctx=gast.Load()
+            )
+        if isinstance(expr, (gast.Tuple, gast.List)):
+            return type(expr)(elts=[self.atom(e, hint) for e in expr.elts], ctx=gast.Load())
+        return expr  # atoms, f-strings, and constructs the fence reported
+
+    def _call(self, expr, hint):
+        func = expr.func
+        if syntax.dotted(func) is None:
+            func = self.atom(func, hint + "_fn")
+        args = [self.atom(a, hint) for a in expr.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, hint)) for k in expr.keywords]
+        return gast.Call(func=func, args=args, keywords=keywords)
+
+    def _index(self, index, hint):
+        if isinstance(index, gast.Slice):
+            parts = (index.lower, index.upper, index.step)
+            lower, upper, step = (None if p is None else self.atom(p, hint + "_index") for p in parts)
+            return gast.Slice(lower=lower, upper=upper, step=step)
+        if isinstance(index, gast.Tuple):
+            return gast.Tuple(elts=[self._index(e, hint) for e in index.elts], ctx=gast.Load())
+        return self.atom(index, hint + "_index")
+
+    def _is_global_read(self, expr) -> bool:
+        root = syntax.root_name(expr)
+        return isinstance(expr, gast.Attribute) and root is not None and root not in self.local_names
+
+
+def _fold_sign(expr):
+    """`-2.0` parses as a negation of `2.0`; keep it a constant (in tuples too)."""
+    if isinstance(expr, gast.Tuple):
+        return gast.Tuple(elts=[_fold_sign(e) for e in expr.elts], ctx=expr.ctx)
+    if (
+        isinstance(expr, gast.UnaryOp) and isinstance(expr.op, (gast.USub, gast.UAdd))
+        and isinstance(expr.operand, gast.Constant)
+        and isinstance(expr.operand.value, (int, float, complex))
+        and not isinstance(expr.operand.value, bool)
+    ):
+        value = expr.operand.value
+        return syntax.const(-value if isinstance(expr.op, gast.USub) else value)
+    return expr
+
+
+def _tag(expr) -> str:
+    if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
+        return _OPERATOR_TAGS.get(type(expr.op), "op")
+    if isinstance(expr, gast.Call):
+        return _call_tag(expr) or "call"
+    if isinstance(expr, gast.Attribute):
+        return expr.attr
+    if isinstance(expr, gast.Subscript):
+        return "item"
+    if isinstance(expr, gast.Compare):
+        return "cond"
+    return type(expr).__name__.lower()
+
+
+def _call_tag(expr):
+    if isinstance(expr, gast.Call):
+        text = syntax.dotted(expr.func)
+        return text.rsplit(".", 1)[-1] if text else None
+    return None
+
+
+def _target_names(target):
+    if isinstance(target, gast.Name):
+        return [target.id]
+    return [n for element in target.elts for n in _target_names(element)]

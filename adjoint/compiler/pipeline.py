@@ -1,0 +1,80 @@
+"""The compiler, start to finish: source -> fence -> normalize -> ssa -> resolve -> activity ->
+reverse -> optimize -> emit -> load.
+
+`forward_function(fn, wrt)` returns the generated forward function of `fn` for the parameter
+positions `wrt`; the transform is cached per code object and `wrt`, and instantiated once per
+function object (closures made in a loop share code but not cells). Set the environment
+variable `ADJOINT_DEBUG=1`, or `pipeline.DEBUG = True`, to print the code after every pass.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+
+from .. import runtime
+from . import activity, emit, fence, loader, normalize, optimize, resolve, reverse, ssa, syntax
+from .context import Context
+from .source import get_source
+
+DEBUG = bool(os.environ.get("ADJOINT_DEBUG"))
+
+# The passes after `fence`, in order; each is `transform(node, ctx) -> node`.
+PASSES = (
+    ("normalize", normalize.transform),
+    ("ssa", ssa.transform),
+    ("resolve", resolve.transform),
+    ("activity", activity.transform),
+    ("reverse", reverse.transform),
+    ("optimize", optimize.transform),
+)
+
+_compiled: dict[tuple, loader.Compiled] = {}
+_instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
+
+
+def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
+    """Run every pass over `fn` and compile the result (not cached)."""
+    ctx = Context(fn, get_source(fn), tuple(wrt))
+    node = fence.transform(ctx.source.node, ctx)
+    ctx.check()
+    ctx.local_names = normalize.assigned_names(node)
+    for name, transform in PASSES:
+        node = transform(node, ctx)
+        _debug(name, node)
+    ctx.check()
+    text = emit.to_source(node, ctx)
+    code = fn.__code__
+    return loader.compile_source(
+        text, ctx.function_name, code.co_freevars, ctx.runtime_alias, runtime, ctx.injected,
+        code.co_argcount,
+    )
+
+
+def compiled(fn, wrt: tuple[int, ...]) -> loader.Compiled:
+    """The cached compilation of `fn` for `wrt`."""
+    key = (fn.__code__, wrt)
+    result = _compiled.get(key)
+    if result is None:
+        result = _compiled[key] = compile_function(fn, wrt)
+    return result
+
+
+def forward_function(fn, wrt: tuple[int, ...]):
+    """The generated forward function of `fn`, bound to `fn`'s globals and cells."""
+    try:
+        per_function = _instances[fn]
+    except KeyError:
+        per_function = _instances[fn] = {}
+    generated = per_function.get(wrt)
+    if generated is None or generated.__adjoint_code__ is not fn.__code__:
+        generated = loader.instantiate(compiled(fn, wrt), fn)
+        generated.__adjoint_code__ = fn.__code__
+        per_function[wrt] = generated
+    return generated
+
+
+def _debug(name, node):
+    if DEBUG:
+        print(f"# ---- after {name} ----\n{syntax.unparse(node)}\n", file=sys.stderr)

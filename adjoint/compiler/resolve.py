@@ -1,0 +1,89 @@
+"""Resolve: decide, once, what each call and attribute read in the function refers to.
+
+Assumes: a normalized function.
+Guarantees: every call that is a statement's operation, and every attribute read of a local
+value, carries a `CALLEE` annotation (a `Callee`). Callees written as module-level dotted
+names (`np.sum`, `math.exp`, `dense`) are looked up now, in the function's live globals;
+callees reached through locals or closure cells (a function passed as an argument, a method)
+are left to run time (`dynamic`), since closures sharing this code may hold different ones.
+
+Before:  s = np.sum(x, axis=1)   After: the call annotated Callee("rule", "np.sum", np.sum, <rule>)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import gast
+import numpy as np
+
+from .. import registry
+from . import annotations as anno
+from . import syntax
+from .context import Context
+from .normalize import assigned_names
+
+RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING = "rule", "nondiff", "python", "dynamic", "missing"
+
+
+@dataclasses.dataclass(frozen=True)
+class Callee:
+    """What a call (or attribute read) resolved to."""
+
+    kind: str  # one of RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING
+    text: str  # as the user wrote it, e.g. "np.sum" or "x.T"
+    obj: object = None
+    rule: registry.Rule | None = None
+    method: bool = False  # a call of a method of a local value, e.g. `x.sum()`
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Annotate every call and local attribute read of `node`'s statements with a `Callee`."""
+    local_names = assigned_names(node)
+    free_names = set(getattr(getattr(ctx.fn, "__code__", None), "co_freevars", ()))
+    for stmt in node.body:
+        value = getattr(stmt, "value", None)
+        if isinstance(value, gast.Call):
+            anno.set_(value, anno.CALLEE, _resolve_call(value.func, ctx, local_names | free_names))
+        elif isinstance(value, gast.Attribute) and syntax.is_atom(value.value):
+            anno.set_(value, anno.CALLEE, _resolve_attribute(value))
+    return node
+
+
+def _resolve_call(func, ctx, local_names) -> Callee:
+    text = syntax.dotted(func)
+    root = syntax.root_name(func)
+    if root in local_names:
+        return Callee(DYNAMIC, text, method=isinstance(func, gast.Attribute))
+    obj = ctx.lookup_global(root, _UNBOUND)
+    for part in text.split(".")[1:]:
+        obj = getattr(obj, part, _UNBOUND)
+    if obj is _UNBOUND:
+        return Callee(DYNAMIC, text)  # NameError or AttributeError at run time, as in Python
+    return classify(obj, text)
+
+
+def classify(obj, text: str) -> Callee:
+    """How adjoint differentiates a call of `obj`."""
+    rule = registry.lookup(obj)
+    if rule is not None:
+        return Callee(RULE, text, obj, rule)
+    if registry.is_non_differentiable(obj):
+        return Callee(NON_DIFFERENTIABLE, text, obj)
+    if isinstance(obj, types.FunctionType):
+        return Callee(PYTHON, text, obj)
+    if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
+        return Callee(DYNAMIC, text, obj)
+    return Callee(MISSING, text, obj)
+
+
+def _resolve_attribute(node) -> Callee:
+    text = f"{syntax.unparse(node.value)}.{node.attr}"
+    descriptor = getattr(np.ndarray, node.attr, None)
+    if descriptor is None:
+        return Callee(MISSING, text)
+    return dataclasses.replace(classify(descriptor, text), text=text)
+
+
+_UNBOUND = object()

@@ -1,0 +1,338 @@
+"""Reverse: turn a function into its forward function and pullback closure.
+
+Assumes: a normalized, SSA, resolved function with activity annotations.
+Guarantees: returns `<f>_forward`, with `f`'s parameters, which runs `f`'s statements and
+returns `(value, <f>_pullback)`. The pullback takes the output's cotangent and returns one
+cotangent per positional parameter: `None` for parameters not in `ctx.wrt`, zeros for those
+the output does not depend on. Each adjoint block carries the `ORIGIN` of its statement.
+Cotangents that are still symbolically zero are never materialized or added. Statements with
+no way to be differentiated are reported to `ctx.problems`.
+
+Before:                        After:
+    def f(x, W):                   def f_forward(x, W):
+        y = x @ W                      y = x @ W
+        return np.sum(y)               f = np.sum(y)
+                                       def f_pullback(f_bar):
+                                           y_bar = adj.unreduce(f_bar, y)
+                                           x_bar = adj.matmul_lhs_bar(y_bar, x, W)
+                                           W_bar = adj.matmul_rhs_bar(y_bar, x, W)
+                                           return (x_bar, W_bar)
+                                       return (f, f_pullback)
+"""
+
+from __future__ import annotations
+
+import operator
+
+import gast
+
+from .. import registry
+from . import annotations as anno
+from . import inline, resolve, syntax
+from .activity import targets
+from .context import Context
+
+_OPERATORS = {
+    gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+    gast.Div: operator.truediv, gast.Mod: operator.mod, gast.Pow: operator.pow,
+    gast.MatMult: operator.matmul, gast.USub: operator.neg, gast.UAdd: operator.pos,
+}
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """The forward function of `node` (see the module docstring)."""
+    return _Reverse(node, ctx).build()
+
+
+class _Cotangents:
+    """Names of cotangents, and which are known to be nonzero at each point of the pullback."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.names: dict[str, str] = {}
+        self.live: set[str] = set()
+        self.structured: set[str] = set()  # values that may be tuples or lists: add with adj.add
+
+    def name(self, var: str) -> str:
+        if var not in self.names:
+            self.names[var] = self.ctx.namer.new(f"{var}_bar")
+        return self.names[var]
+
+    def load(self, var: str):
+        return syntax.name(self.name(var))
+
+    def accumulate(self, var: str, expr) -> gast.Assign:
+        bar = self.name(var)
+        if var not in self.live:
+            self.live.add(var)
+            return syntax.assign(bar, expr)
+        if var in self.structured:
+            return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
+        return syntax.assign(bar, gast.BinOp(left=syntax.name(bar), op=gast.Add(), right=expr))
+
+
+class _Reverse:
+    def __init__(self, node, ctx: Context):
+        self.node, self.ctx = node, ctx
+        self.varied = anno.get(node, anno.VARIED)
+        self.useful = anno.get(node, anno.USEFUL)
+        self.cot = _Cotangents(ctx)
+        self.forward: list = []
+        self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
+        self.alias = ctx.runtime_alias
+
+    def build(self) -> gast.FunctionDef:
+        *body, ret = self.node.body
+        for stmt in body:
+            self.statement(stmt)
+        fname = "lambda" if self.ctx.source.name == "<lambda>" else self.ctx.source.name
+        pullback_name = self.ctx.namer.new(f"{fname}_pullback")
+        out = ret.value
+        seed = self.cot.name(out.id) if isinstance(out, gast.Name) else self.ctx.namer.new("out_bar")
+        if isinstance(out, gast.Name) and out.id in self.varied:
+            self.cot.live.add(out.id)
+        pullback_body = []
+        for stmt, emit in reversed(self.adjoints):
+            block = emit()
+            pullback_body.extend(anno.copy_origin(stmt, block))
+        pullback_body.append(syntax.returns(self._parameter_cotangents()))
+        pullback = syntax.function(pullback_name, syntax.positional_args([seed]), pullback_body)
+        anno.copy_origin(ret, pullback)
+        result = syntax.returns(syntax.tuple_([out, syntax.name(pullback_name)]))
+        forward = syntax.function(
+            self.ctx.namer.new(f"{fname}_forward"), _plain_arguments(self.node.args),
+            self.forward + [pullback, anno.copy_origin(ret, result)],
+        )
+        gast.copy_location(forward, self.node)
+        return forward
+
+    def _parameter_cotangents(self):
+        args = self.node.args
+        entries = []
+        for index, param in enumerate(args.posonlyargs + args.args):
+            if index not in self.ctx.wrt:
+                entries.append(syntax.const(None))
+            elif param.id in self.cot.live:
+                entries.append(self.cot.load(param.id))
+            else:
+                entries.append(syntax.call(f"{self.alias}.zeros_like", [syntax.name(param.id)]))
+        return syntax.tuple_(entries)
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def statement(self, stmt):
+        if not isinstance(stmt, gast.Assign):
+            self.forward.append(stmt)
+            return
+        names = targets(stmt)
+        if not (names & self.varied and names & self.useful):
+            self.forward.append(stmt)
+            return
+        target = stmt.targets[0]
+        if isinstance(target, gast.Tuple):
+            self._unpack(stmt, target)
+        else:
+            self._assignment(stmt, target.id, stmt.value)
+
+    def _unpack(self, stmt, target):
+        self.forward.append(stmt)
+        source = stmt.value.id
+        self.cot.structured.add(source)
+        elements = [e.id for e in target.elts]
+
+        def emit():
+            if not any(e in self.cot.live for e in elements):
+                return []
+            parts = [
+                self.cot.load(e) if e in self.cot.live else syntax.call(f"{self.alias}.zeros_like", [syntax.name(e)])
+                for e in elements
+            ]
+            return [self.cot.accumulate(source, syntax.tuple_(parts))]
+
+        self.adjoints.append((stmt, emit))
+
+    def _assignment(self, stmt, target, value):
+        if isinstance(value, gast.Name):
+            self.forward.append(stmt)
+            self._adjoint(stmt, target, [], [syntax.name(value.id)], lambda bar: [syntax.name(bar)])
+        elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
+            primitive = _OPERATORS.get(type(value.op))
+            operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
+            self._rule_call(stmt, target, registry.lookup(primitive), operands, {}, _op_text(value))
+        elif isinstance(value, gast.Call):
+            self._call(stmt, target, value)
+        elif isinstance(value, gast.Attribute):
+            callee = anno.get(value, anno.CALLEE)
+            if callee.kind == resolve.RULE:
+                self._rule_call(stmt, target, callee.rule, [value.value], {}, callee.text)
+            else:
+                self._unsupported(stmt, value, f"adjoint has no rule for the attribute `{callee.text}`")
+        elif isinstance(value, gast.Subscript):
+            self._subscript(stmt, target, value)
+        elif isinstance(value, (gast.Tuple, gast.List)):
+            self.forward.append(stmt)
+            self.cot.structured.add(target)
+            count = len(value.elts)
+            self._adjoint(stmt, target, [], value.elts, lambda bar: [_item(syntax.name(bar), i) for i in range(count)])
+        else:
+            self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
+
+    def _call(self, stmt, target, call):
+        callee = anno.get(call, anno.CALLEE)
+        keywords = {k.arg: k.value for k in call.keywords}
+        for key, value in keywords.items():
+            if syntax.load_names(value) & self.varied:
+                self.ctx.problem(
+                    value, f"the gradient cannot flow through the keyword argument `{key}=`",
+                    "pass the differentiable value as a positional argument",
+                )
+        if callee.kind == resolve.RULE:
+            self._rule_call(stmt, target, callee.rule, call.args, keywords, callee.text)
+        elif callee.kind == resolve.MISSING:
+            self._missing(stmt, call, callee)
+        elif callee.method:
+            self._unsupported(
+                stmt, call, f"method calls on differentiable values (`{callee.text}(...)`) are not supported yet",
+                f"call the NumPy function instead, e.g. `np.{callee.text.rsplit('.', 1)[-1]}(...)`",
+            )
+        else:
+            self._vjp_call(stmt, target, call, callee)
+
+    # ---- adjoints ---------------------------------------------------------------------------
+
+    def _adjoint(self, stmt, target, body, operands, results_for):
+        """Register an adjoint block: `body` then, per varied operand, its contribution."""
+
+        def emit():
+            if target not in self.cot.live:
+                return []
+            bar = self.cot.name(target)
+            block = list(body(bar)) if callable(body) else list(body)
+            for operand, contribution in zip(operands, results_for(bar)):
+                if contribution is not None and isinstance(operand, gast.Name) and operand.id in self.varied:
+                    block.append(self.cot.accumulate(operand.id, contribution))
+            return block
+
+        self.adjoints.append((stmt, emit))
+
+    def _rule_call(self, stmt, target, rule, args, keywords, text):
+        if rule is None:
+            self._unsupported(stmt, stmt.value, f"adjoint has no rule for `{text}`")
+            return
+        plan = inline.plan_for(rule)
+        if plan is None:
+            self._opaque_rule_call(stmt, target, rule, args, keywords, text)
+            return
+        try:
+            inlined = inline.instantiate(plan, args, keywords, target, self.ctx)
+        except inline.BindError as error:
+            self._unsupported(stmt, stmt.value, f"`{text}` {error}", "check the call against its rule")
+            return
+        self.forward.append(stmt)
+        self.forward.extend(anno.copy_origin(stmt, inlined.forward))
+
+        def for_cotangent(bar):
+            return inline.with_cotangent(inlined, plan, bar)
+
+        self._adjoint(
+            stmt, target, lambda bar: for_cotangent(bar).body, args, lambda bar: for_cotangent(bar).results
+        )
+
+    def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
+        rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
+        call = syntax.call(syntax.name(rule_name), args, keywords)
+        self._call_with_pullback(stmt, target, call, args, text)
+
+    def _vjp_call(self, stmt, target, call, callee):
+        wrt = [i for i, a in enumerate(call.args) if isinstance(a, gast.Name) and a.id in self.varied]
+        vjp_args = [syntax.const(tuple(wrt)), call.func] + list(call.args)
+        vjp = gast.Call(func=syntax.dotted_expr(f"{self.alias}.vjp"), args=vjp_args, keywords=call.keywords)
+        self._call_with_pullback(stmt, target, vjp, call.args, callee.text)
+
+    def _call_with_pullback(self, stmt, target, call, args, text):
+        pullback = self.ctx.namer.new(f"{text.rsplit('.', 1)[-1]}_pullback")
+        pair = syntax.tuple_([syntax.store(target), syntax.store(pullback)], syntax.STORE)
+        self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
+        active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
+
+        def cotangents(bar):
+            return syntax.call(syntax.name(pullback), [syntax.name(bar)])
+
+        def body(bar):
+            return [] if len(active) == 1 else [syntax.assign(self._bars_name(target), cotangents(bar))]
+
+        def results_for(bar):
+            source = cotangents(bar) if len(active) == 1 else syntax.name(self._bars_name(target))
+            return [_item(source, i) if i in active else None for i in range(len(args))]
+
+        self.cot.structured.add(target)
+        self._adjoint(stmt, target, body, args, results_for)
+
+    def _bars_name(self, target):
+        return self.cot.name(target) + "s"
+
+    def _subscript(self, stmt, target, value):
+        self.forward.append(stmt)
+        index = _index_value(value.slice)
+        self.cot.structured.add(value.value.id)
+        self._adjoint(
+            stmt, target, [], [value.value],
+            lambda bar: [syntax.call(f"{self.alias}.unindex", [syntax.name(bar), value.value, index])],
+        )
+
+    # ---- problems ---------------------------------------------------------------------------
+
+    def _missing(self, stmt, call, callee):
+        described = f"{callee.obj!r}"
+        self._unsupported(
+            stmt, call,
+            f"adjoint has no rule for `{callee.text}` (resolved to {described}) and cannot read its source",
+            f"register one with @adjoint.rrule({callee.text}), or mark it @adjoint.non_differentiable",
+        )
+
+    def _unsupported(self, stmt, node, message, hint=""):
+        self.forward.append(stmt)
+        self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
+
+
+def _located(stmt):
+    """The user's statement a normalized statement came from (normalized nodes have no position)."""
+    return _Position(anno.get(stmt, anno.ORIGIN))
+
+
+class _Position:
+    def __init__(self, line):
+        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = line, 0, line, None
+
+
+def _item(value, index):
+    return gast.Subscript(value=value, slice=syntax.const(index), ctx=gast.Load())
+
+
+def _index_value(index):
+    """An index as an ordinary expression: `1:3` becomes `slice(1, 3, None)`."""
+    if isinstance(index, gast.Slice):
+        parts = [syntax.const(None) if p is None else p for p in (index.lower, index.upper, index.step)]
+        return syntax.call("slice", parts)
+    if isinstance(index, gast.Tuple):
+        return syntax.tuple_([_index_value(e) for e in index.elts])
+    return index
+
+
+def _op_text(value) -> str:
+    return {
+        gast.BitAnd: "&", gast.BitOr: "|", gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>",
+        gast.Invert: "~", gast.Not: "not",
+    }.get(type(value.op), type(value.op).__name__)
+
+
+def _plain_arguments(args: gast.arguments) -> gast.arguments:
+    """The user's parameters without annotations or defaults (defaults are copied at load)."""
+    def plain(a):
+        return None if a is None else syntax.store_param(a.id)
+
+    return gast.arguments(
+        args=[plain(a) for a in args.args], posonlyargs=[plain(a) for a in args.posonlyargs],
+        vararg=plain(args.vararg), kwonlyargs=[plain(a) for a in args.kwonlyargs],
+        kw_defaults=[None] * len(args.kwonlyargs), kwarg=plain(args.kwarg), defaults=[],
+    )

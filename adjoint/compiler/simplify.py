@@ -1,0 +1,80 @@
+"""Simplify: the algebra a person does when writing out a derivative by hand.
+
+Applied to rule expressions after their parameters are replaced by the call's atoms:
+`g * 1 -> g`, `g * -1 -> -g`, `g * (1 / b) -> g / b`, `x ** 1 -> x`, arithmetic on two numeric
+constants folded (`2 - 1 -> 1`), `--x -> x`, and `a if True else b -> a`. Nothing here changes
+a value, only how it is written.
+
+Before:  y_bar * (2 * x ** (2 - 1))      After:  y_bar * (2 * x)
+"""
+
+from __future__ import annotations
+
+import operator
+
+import gast
+
+from . import syntax
+
+_FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul, gast.Pow: operator.pow}
+
+
+class _Simplify(gast.NodeTransformer):
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = node.left, node.right
+        fold = _FOLDABLE.get(type(node.op))
+        if fold and _number(left) is not None and _number(right) is not None:
+            return syntax.const(fold(left.value, right.value))
+        if isinstance(node.op, gast.Mult):
+            return _product(left, right) or _product(right, left) or node
+        if isinstance(node.op, gast.Pow) and _number(right) == 1:
+            return left
+        return node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        inner = node.operand
+        if isinstance(node.op, gast.USub) and isinstance(inner, gast.UnaryOp) and isinstance(inner.op, gast.USub):
+            return inner.operand
+        if isinstance(node.op, gast.USub) and _number(inner) is not None:
+            return syntax.const(-inner.value)
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.test, gast.Constant):
+            return node.body if node.test.value else node.orelse
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if (
+            len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot))
+            and isinstance(node.left, gast.Constant) and isinstance(node.comparators[0], gast.Constant)
+        ):
+            same = node.left.value is node.comparators[0].value
+            return syntax.const(same if isinstance(node.ops[0], gast.Is) else not same)
+        return node
+
+
+def _number(node):
+    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _product(factor, other):
+    """`other * factor` written more simply, when `factor` allows it; else None."""
+    if _number(factor) == 1:
+        return other
+    if _number(factor) == -1:
+        return gast.UnaryOp(op=gast.USub(), operand=other)
+    if isinstance(factor, gast.BinOp) and isinstance(factor.op, gast.Div) and _number(factor.left) == 1:
+        return gast.BinOp(left=other, op=gast.Div(), right=factor.right)
+    return None
+
+
+def simplify(node):
+    """`node` with the rewrites of the module docstring applied, bottom-up."""
+    return _Simplify().visit(node)

@@ -1,0 +1,134 @@
+"""Get a function's syntax tree with true file positions.
+
+Parses the function's whole file (through `linecache`, so notebooks and adjoint's own
+generated code work too) and picks the `def` or `lambda` by its code object's first line,
+name and, for lambdas sharing a line, column. This avoids `inspect.getsource`'s pitfalls:
+dedenting methods with multi-line strings, lambdas sharing a statement, decorators.
+
+Guarantees: the returned `FunctionDef` (a lambda is rewritten into one returning its body)
+is a private copy whose statements carry `ORIGIN` annotations, and its parameter names match
+the code object that runs (or an error says the file changed since it was imported).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import linecache
+import types
+
+import gast
+
+from ..errors import AdjointError
+from . import annotations as anno
+from . import syntax
+
+
+@dataclasses.dataclass
+class FunctionSource:
+    """A function's tree and where it came from."""
+
+    node: gast.FunctionDef
+    filename: str
+    lines: list[str]
+    name: str  # as the user wrote it (`<lambda>` for lambdas)
+
+    def line(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+
+def get_source(fn) -> FunctionSource:
+    """The syntax tree of Python function `fn`, or an `AdjointError` saying why there is none."""
+    code = _code_of(fn)
+    lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+    if not lines:
+        raise AdjointError(
+            f"adjoint cannot read the source of `{fn.__qualname__}`: Python keeps no source for "
+            f"functions defined in {code.co_filename} (the plain interactive prompt or exec()). "
+            "Define it in a .py file or a notebook cell, or register a rule for it with "
+            "@adjoint.rrule."
+        )
+    module = _parse_lines(code.co_filename, tuple(lines))
+    node = _find(module, code)
+    if node is None:
+        raise AdjointError(
+            f"adjoint cannot find `{fn.__qualname__}` in {code.co_filename} at line "
+            f"{code.co_firstlineno}: was the file edited after it was imported? Reload it."
+        )
+    node = _as_function(syntax.copy_node(node))
+    _check_parameters(node, code, fn)
+    for stmt in gast.walk(node):
+        if isinstance(stmt, gast.stmt) and hasattr(stmt, "lineno"):
+            anno.set_(stmt, anno.ORIGIN, stmt.lineno)
+    return FunctionSource(node, code.co_filename, list(lines), code.co_name)
+
+
+def _code_of(fn) -> types.CodeType:
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        raise AdjointError(
+            f"adjoint cannot differentiate {fn!r}: it is not a Python function, so it has no "
+            "source to transform. Register a rule for it with @adjoint.rrule."
+        )
+    return code
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_lines(filename: str, lines: tuple[str, ...]) -> gast.Module:
+    try:
+        return syntax.parse("".join(lines))
+    except SyntaxError as error:
+        raise AdjointError(f"adjoint cannot parse {filename}: {error}") from None
+
+
+def _find(module, code):
+    candidates = []
+    for node in gast.walk(module):
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            if node.name == code.co_name and code.co_firstlineno in (first, node.lineno):
+                candidates.append(node)
+        elif isinstance(node, gast.Lambda) and code.co_name == "<lambda>":
+            if node.lineno == code.co_firstlineno:
+                candidates.append(node)
+    if len(candidates) > 1:
+        candidates = _by_position(candidates, code) or candidates
+    return candidates[0] if candidates else None
+
+
+def _by_position(candidates, code):
+    """Tell apart lambdas on one line by the columns their instructions come from."""
+    positions = [p for p in code.co_positions() if p[0] is not None and p[2] is not None]
+    if not positions:
+        return None
+    line, _, col, _ = positions[-1]
+    inside = [
+        node for node in candidates
+        if (node.body.lineno, node.body.col_offset) <= (line, col)
+        and (line, col) <= (node.body.end_lineno, node.body.end_col_offset)
+    ]
+    # The innermost lambda is the one whose body starts last.
+    return sorted(inside, key=lambda n: (n.body.lineno, n.body.col_offset))[-1:]
+
+
+def _as_function(node):
+    if not isinstance(node, gast.Lambda):
+        return node
+    body = syntax.returns(node.body)
+    gast.copy_location(body, node.body)
+    body.end_lineno, body.end_col_offset = node.body.end_lineno, node.body.end_col_offset
+    function = syntax.function("<lambda>", node.args, [body])
+    gast.copy_location(function, node)
+    return function
+
+
+def _check_parameters(node, code, fn):
+    args = node.args
+    written = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+    running = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    if written != running:
+        raise AdjointError(
+            f"the source of `{fn.__qualname__}` in {code.co_filename} does not match the code "
+            f"that runs (parameters {written} in the file, {running} in memory): the file was "
+            "edited after it was imported. Reload it."
+        )

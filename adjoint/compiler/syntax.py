@@ -1,0 +1,178 @@
+"""All AST plumbing in one place: parsing, unparsing, node builders and templates.
+
+Passes build nodes only through these helpers, so every node has the fields `gast.unparse`
+needs. Emission uses the standard library's unparser via gast (never astunparse, which writes
+invalid code for NumPy slices such as `a[:, 0]`).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+import gast
+
+LOAD, STORE = gast.Load, gast.Store
+
+
+def parse(text: str) -> gast.Module:
+    """Parse Python source into a gast module."""
+    return gast.parse(text)
+
+
+def unparse(node) -> str:
+    """Python source for a gast node."""
+    tree = gast.gast_to_ast(node)
+    ast.fix_missing_locations(tree)
+    return ast.unparse(tree)
+
+
+def name(identifier: str, ctx=LOAD) -> gast.Name:
+    return gast.Name(id=identifier, ctx=ctx(), annotation=None, type_comment=None)
+
+
+def store(identifier: str) -> gast.Name:
+    return name(identifier, STORE)
+
+
+def const(value) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+def attr(value, attribute: str) -> gast.Attribute:
+    if isinstance(value, str):
+        value = name(value)
+    return gast.Attribute(value=value, attr=attribute, ctx=gast.Load())
+
+
+def call(func, args=(), keywords=()) -> gast.Call:
+    if isinstance(func, str):
+        func = dotted_expr(func)
+    kws = [gast.keyword(arg=k, value=v) for k, v in dict(keywords).items()]
+    return gast.Call(func=func, args=list(args), keywords=kws)
+
+
+def dotted_expr(path: str):
+    """`"np.linalg.inv"` as an expression."""
+    head, *rest = path.split(".")
+    node = name(head)
+    for part in rest:
+        node = attr(node, part)
+    return node
+
+
+def tuple_(elts, ctx=LOAD) -> gast.Tuple:
+    return gast.Tuple(elts=list(elts), ctx=ctx())
+
+
+def assign(target, value) -> gast.Assign:
+    if isinstance(target, str):
+        target = store(target)
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+def returns(value) -> gast.Return:
+    return gast.Return(value=value)
+
+
+def function(fname: str, args: gast.arguments, body: list) -> gast.FunctionDef:
+    return gast.FunctionDef(
+        name=fname, args=args, body=body, decorator_list=[], returns=None,
+        type_comment=None, type_params=[],
+    )
+
+
+def positional_args(names) -> gast.arguments:
+    return gast.arguments(
+        args=[store_param(n) for n in names], posonlyargs=[], vararg=None, kwonlyargs=[],
+        kw_defaults=[], kwarg=None, defaults=[],
+    )
+
+
+def store_param(identifier: str) -> gast.Name:
+    return gast.Name(id=identifier, ctx=gast.Param(), annotation=None, type_comment=None)
+
+
+def dotted(node) -> str | None:
+    """`"np.linalg.inv"` for a chain of attribute reads on a name, else None."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, gast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def root_name(node) -> str | None:
+    """The name at the root of an attribute chain (`np` in `np.linalg.inv`)."""
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def is_atom(node) -> bool:
+    """A name, a constant, or a tuple of constants (`(-1,)` in `np.reshape(x, (-1,))`)."""
+    if isinstance(node, gast.Tuple):
+        return all(isinstance(e, gast.Constant) or (isinstance(e, gast.Tuple) and is_atom(e)) for e in node.elts)
+    return isinstance(node, (gast.Name, gast.Constant))
+
+
+def load_names(node) -> set[str]:
+    """Every name read inside `node`."""
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
+def copy_node(node):
+    """A deep copy, annotations included."""
+    return copy.deepcopy(node)
+
+
+class _Substitute(gast.NodeTransformer):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        if node.id not in self.mapping:
+            return node
+        replacement = self.mapping[node.id]
+        if isinstance(replacement, str):
+            return gast.Name(id=replacement, ctx=node.ctx, annotation=None, type_comment=None)
+        if not isinstance(node.ctx, gast.Load):
+            raise ValueError(f"cannot store into the expression substituted for {node.id}")
+        return copy_node(replacement)
+
+
+def substitute(node, mapping):
+    """Replace names: to a string (renamed, any context) or to an expression (loads only)."""
+    return _Substitute(mapping).visit(copy_node(node))
+
+
+def template(text: str, **replacements):
+    """Parse a snippet of real Python and fill its placeholder names (see `substitute`).
+
+    Returns the statement list, or the expression for a one-expression snippet.
+
+    >>> unparse(template("a_bar = a_bar + g", a_bar="x_bar", g=name("y_bar"))[0])
+    'x_bar = x_bar + y_bar'
+    """
+    body = parse(text).body
+    body = [substitute(stmt, replacements) for stmt in body]
+    if len(body) == 1 and isinstance(body[0], gast.Expr):
+        return body[0].value
+    return body
+
+
+class Comment:
+    """A comment line in emitted code; `ast.unparse` writes a constant's `repr` verbatim."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return "# " + self.text
+
+
+def comment(text: str) -> gast.Expr:
+    return gast.Expr(value=const(Comment(text)))

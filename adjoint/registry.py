@@ -1,0 +1,217 @@
+"""Reverse rules: how adjoint differentiates a primitive it does not read the source of.
+
+The one rule convention, written once:
+
+- A rule is called with the primitive's own arguments, keyword arguments included, and returns
+  `(value, pullback)`. `value` equals what the primitive returns.
+- `pullback(cotangent)` returns a tuple with one cotangent per positional argument, in order.
+  `None` means the argument carries no cotangent (an int, a shape, a flag) and consumers skip
+  work for it. A cotangent has its argument's shape and dtype.
+- Keyword arguments are never differentiated.
+- The pullback is a named closure (`sin_pullback`), so a traceback says which rule failed.
+
+Elementwise primitives are registered by their local partial derivatives alone
+(`elementwise`); the full rule, with unbroadcasting, is derived from them. Rules written in
+the inlinable shapes (see `adjoint.compiler.inline`) are stitched into generated code as plain
+NumPy expressions; any other rule is called as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+from . import runtime
+
+__all__ = ["Rule", "rrule", "elementwise", "non_differentiable", "lookup", "is_non_differentiable"]
+
+
+@dataclasses.dataclass(eq=False)
+class Rule:
+    """A registered reverse rule for one primitive.
+
+    `rrule` is the full rule to call (see the module docstring). `definition` is the function
+    as written, which the compiler may inline instead of calling. `partials`, for elementwise
+    rules, gives `partials(ans, *inputs)`: the local derivative with respect to each input (a
+    tuple for several inputs, `None` for an input with none).
+    """
+
+    primitive: object
+    rrule: Callable
+    definition: Callable
+    partials: Callable | None = None
+
+
+_RULES: dict[int, tuple[object, Rule]] = {}
+_NON_DIFFERENTIABLE: dict[int, object] = {}
+
+
+def _key(primitive) -> int:
+    # Keyed by identity: many NumPy callables are unhashable or compare by value.
+    return id(primitive)
+
+
+def lookup(primitive) -> Rule | None:
+    """The rule registered for `primitive`, or None."""
+    entry = _RULES.get(_key(primitive))
+    return entry[1] if entry is not None and entry[0] is primitive else None
+
+
+def is_non_differentiable(primitive) -> bool:
+    """Whether `primitive` is declared to have no derivative (shape queries, constructors...)."""
+    entry = _NON_DIFFERENTIABLE.get(_key(primitive), _MISSING)
+    return entry is primitive
+
+
+_MISSING = object()
+
+
+def _register(primitive, rule: Rule) -> None:
+    _RULES[_key(primitive)] = (primitive, rule)
+    _NON_DIFFERENTIABLE.pop(_key(primitive), None)
+
+
+def rrule(*primitives, checked: bool = False):
+    """Register a reverse rule for one or more primitives (used as a decorator).
+
+    The rule is called with the primitive's arguments, keywords such as `axis=` included, and
+    returns `(value, pullback)`; `pullback(cotangent)` returns one cotangent per positional
+    argument, `None` where an argument has none. With `checked=True` (how `adjoint.rrule`
+    registers users' rules) the pullback's length is checked and a `None` for a float argument
+    becomes zeros.
+
+    Example:
+
+    >>> import numpy as np, adjoint
+    >>> def softplus(x):
+    ...     return np.log1p(np.exp(x))
+    >>> @adjoint.rrule(softplus)
+    ... def softplus_rrule(x):
+    ...     y = softplus(x)
+    ...     def softplus_pullback(g):
+    ...         return (g / (1 + np.exp(-x)),)
+    ...     return y, softplus_pullback
+    >>> float(adjoint.grad(softplus)(0.0))
+    0.5
+    """
+    if not primitives:
+        raise TypeError("rrule() needs the primitive(s) the rule is for")
+
+    def register(rule_fn):
+        fn = _with_zero_cotangents(rule_fn) if checked else rule_fn
+        for primitive in primitives:
+            _register(primitive, Rule(primitive, fn, rule_fn))
+        return rule_fn
+
+    return register
+
+
+def _with_zero_cotangents(rule_fn):
+    """Wrap a user's rule so a `None` cotangent for a float argument becomes zeros.
+
+    Generated code consumes cotangents as arrays; the wrapper makes user rules that return
+    `None` to mean "no gradient" safe without runtime checks in generated code.
+    """
+
+    @functools.wraps(rule_fn)
+    def checked_rule(*args, **kwargs):
+        value, pullback = rule_fn(*args, **kwargs)
+
+        def checked_pullback(cotangent):
+            cotangents = tuple(pullback(cotangent))
+            if len(cotangents) != len(args):
+                raise runtime.RuleError(
+                    f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
+                    f"cotangents for {len(args)} positional arguments"
+                )
+            return tuple(
+                runtime.zeros_like(arg) if cot is None else cot
+                for arg, cot in zip(args, cotangents)
+            )
+
+        checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(
+            pullback, "__name__", "pullback"
+        )
+        return value, checked_pullback
+
+    return checked_rule
+
+
+def elementwise(*primitives):
+    """Register elementwise primitives by their local partial derivatives (a decorator).
+
+    The decorated function is called as `partials(ans, *inputs)`, `ans` being the primitive's
+    output, and returns the derivative of the output with respect to the input (one input), or
+    a tuple of them (several inputs; `None` for an input with no derivative). The full rule
+    multiplies each by the cotangent and unbroadcasts it to its input's shape and dtype.
+
+    >>> import numpy as np
+    >>> from adjoint.registry import elementwise, lookup
+    >>> def cube(x):
+    ...     return x ** 3
+    >>> @elementwise(cube)
+    ... def d_cube(ans, x):
+    ...     return 3 * x ** 2
+    >>> value, back = lookup(cube).rrule(np.array([2.0]))
+    >>> back(np.array([1.0]))
+    (array([12.]),)
+    """
+
+    def register(partials):
+        for primitive in primitives:
+            rule_fn = _elementwise_rrule(primitive, partials)
+            _register(primitive, Rule(primitive, rule_fn, partials, partials=partials))
+        return partials
+
+    return register
+
+
+def _elementwise_rrule(primitive, partials):
+    def rule(*inputs, **kwargs):
+        ans = primitive(*inputs, **kwargs)
+
+        def pullback(g):
+            derivatives = partials(ans, *inputs)
+            if len(inputs) == 1:
+                derivatives = (derivatives,)
+            return tuple(
+                None if d is None else runtime.unbroadcast(g * d, x)
+                for d, x in zip(derivatives, inputs)
+            )
+
+        return ans, pullback
+
+    return _renamed(rule, getattr(primitive, "__name__", "elementwise"))
+
+
+def _renamed(rule, name):
+    """Name a generic rule and its pullback after the primitive, once, so tracebacks say which."""
+    pullback_name = f"{name}_pullback"
+    consts = tuple(
+        c.replace(co_name=pullback_name, co_qualname=pullback_name) if hasattr(c, "co_code") else c
+        for c in rule.__code__.co_consts
+    )
+    code = rule.__code__.replace(co_consts=consts, co_name=f"{name}_rrule", co_qualname=f"{name}_rrule")
+    renamed = type(rule)(code, rule.__globals__, code.co_name, rule.__defaults__, rule.__closure__)
+    return renamed
+
+
+def non_differentiable(*primitives):
+    """Declare primitives whose outputs carry no gradient (shape queries, constructors, ...).
+
+    Calls to them run as they are inside differentiated code, and no adjoint work is spent on
+    their results. Returns the first primitive, so it also works as a decorator.
+
+    >>> import adjoint
+    >>> from adjoint.registry import non_differentiable, is_non_differentiable
+    >>> @non_differentiable
+    ... def bucket(x):
+    ...     return int(x // 10)
+    >>> is_non_differentiable(bucket)
+    True
+    """
+    for primitive in primitives:
+        if lookup(primitive) is None:
+            _NON_DIFFERENTIABLE[_key(primitive)] = primitive
+    return primitives[0] if primitives else None

@@ -1,0 +1,143 @@
+"""Elementwise NumPy functions and Python's arithmetic operators, by their partial derivatives.
+
+Each rule gives `d(ans)/d(input)` as a function of the output `ans` and the inputs; the
+registry multiplies by the cotangent and unbroadcasts. Ties of `maximum`/`minimum` split the
+cotangent equally between the two inputs, as autograd does.
+"""
+
+import operator
+
+import numpy as np
+
+from .. import runtime as adj
+from ..registry import elementwise, non_differentiable, rrule
+
+# ---- arithmetic -------------------------------------------------------------------------------
+
+@elementwise(operator.add, np.add)
+def d_add(ans, a, b):
+    return 1, 1
+
+
+@elementwise(operator.sub, np.subtract)
+def d_subtract(ans, a, b):
+    return 1, -1
+
+
+@elementwise(operator.mul, np.multiply)
+def d_multiply(ans, a, b):
+    return b, a
+
+
+@elementwise(operator.truediv, np.divide)
+def d_divide(ans, a, b):
+    return 1 / b, -ans / b
+
+
+@elementwise(operator.neg, np.negative)
+def d_negative(ans, a):
+    return -1
+
+
+@elementwise(operator.pos, np.positive)
+def d_positive(ans, a):
+    return 1
+
+
+@elementwise(operator.mod, np.mod)
+def d_mod(ans, a, b):
+    return 1, -np.floor(a / b)
+
+
+# ---- powers and roots -------------------------------------------------------------------------
+
+@elementwise(operator.pow, np.power, pow)
+def d_power(ans, a, b):
+    return b * a ** (b - 1), ans * np.log(a)
+
+
+@elementwise(np.sqrt)
+def d_sqrt(ans, x):
+    return 0.5 / ans
+
+
+@elementwise(np.square)
+def d_square(ans, x):
+    return 2 * x
+
+
+# ---- exponentials and logarithms ----------------------------------------------------------------
+
+@elementwise(np.exp)
+def d_exp(ans, x):
+    return ans
+
+
+@elementwise(np.expm1)
+def d_expm1(ans, x):
+    return ans + 1
+
+
+@elementwise(np.log)
+def d_log(ans, x):
+    return 1 / x
+
+
+@elementwise(np.log1p)
+def d_log1p(ans, x):
+    return 1 / (1 + x)
+
+
+# ---- trigonometric and hyperbolic -------------------------------------------------------------
+
+@elementwise(np.sin)
+def d_sin(ans, x):
+    return np.cos(x)
+
+
+@elementwise(np.cos)
+def d_cos(ans, x):
+    return -np.sin(x)
+
+
+@elementwise(np.tan)
+def d_tan(ans, x):
+    return 1 + ans ** 2
+
+
+@elementwise(np.tanh)
+def d_tanh(ans, x):
+    return 1 - ans ** 2
+
+
+# ---- magnitude, extrema and selection -----------------------------------------------------------
+
+@elementwise(np.abs, abs)
+def d_abs(ans, x):
+    return np.sign(x)
+
+
+@elementwise(np.maximum, np.minimum)
+def d_extremum(ans, a, b):
+    return adj.tie_weight(a, ans, b), adj.tie_weight(b, ans, a)
+
+
+@rrule(np.where)
+def where_rrule(condition, x, y):
+    def where_pullback(g):
+        return (
+            None,
+            adj.unbroadcast(np.where(condition, g, 0), x),
+            adj.unbroadcast(np.where(condition, 0, g), y),
+        )
+
+    return np.where(condition, x, y), where_pullback
+
+
+# ---- piecewise constant: zero gradient everywhere they are defined ---------------------------------
+
+non_differentiable(
+    operator.floordiv, np.floor_divide, np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc,
+    np.isnan, np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal,
+    np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_not,
+)

@@ -1,0 +1,43 @@
+"""Shape functions, and the queries and constructors that carry no gradient."""
+
+import builtins
+
+import numpy as np
+
+from .. import runtime as adj
+from ..registry import non_differentiable, rrule
+
+
+@rrule(np.transpose)
+def transpose_rrule(a, axes=None):
+    def transpose_pullback(g):
+        return (adj.untranspose(g, axes),)
+
+    return np.transpose(a, axes), transpose_pullback
+
+
+@rrule(np.ndarray.T)  # the attribute `x.T`
+def T_rrule(a):
+    def T_pullback(g):
+        return (np.transpose(g),)
+
+    return a.T, T_pullback
+
+
+@rrule(np.reshape)
+def reshape_rrule(a, shape, order="C"):
+    def reshape_pullback(g):
+        return (np.reshape(g, np.shape(a), order=order), None)
+
+    return np.reshape(a, shape, order=order), reshape_pullback
+
+
+# ---- queries, constructors and Python built-ins: no gradient -----------------------------------
+
+non_differentiable(
+    np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones,
+    np.empty, np.full, np.arange, np.eye, np.identity, np.argmax, np.argmin, np.argsort,
+    np.ndarray.shape, np.ndarray.ndim, np.ndarray.size, np.ndarray.dtype,
+    builtins.len, builtins.range, builtins.isinstance, builtins.type, builtins.int,
+    builtins.bool, builtins.round, builtins.print, builtins.repr, builtins.str,
+)

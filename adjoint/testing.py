@@ -1,0 +1,165 @@
+"""Numerical checks of gradients, for adjoint's tests and for users who write rules.
+
+Both checks use the inner-product identity of a pullback: for a random input direction `u`
+and a random output cotangent `v`, `<J^T v, u>` (what the pullback computes) must equal
+`<v, J u>`, which central finite differences estimate in float64. Each argument is checked on
+its own, so a failure names the argument whose cotangent is wrong. They also check that
+cotangents have their argument's shape and dtype, that arguments are not mutated, and that
+the differentiated value equals the plain call's.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from . import api, registry, runtime
+
+__all__ = ["check_grad", "check_rrule"]
+
+
+def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
+    """Check adjoint's gradient of `f` at `args` against finite differences.
+
+    Raises `AssertionError` with a report on failure; returns None on success.
+
+    >>> import numpy as np
+    >>> from adjoint.testing import check_grad
+    >>> def f(x, y):
+    ...     return np.sin(x) * y
+    >>> check_grad(f, np.array([0.5, 1.0]), 2.0)
+    """
+    _check_vjp(f, lambda *a, **k: api.pullback(f, *a, **k), args, kwargs, rtol, atol, eps, seed)
+
+
+def check_rrule(primitive, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
+    """Check the rule registered for `primitive` at `args`, calling the rule directly.
+
+    >>> import numpy as np
+    >>> from adjoint.testing import check_rrule
+    >>> check_rrule(np.tanh, np.array([0.1, -0.3]))
+    """
+    rule = registry.lookup(primitive)
+    if rule is None:
+        raise AssertionError(f"no rule is registered for {primitive!r}")
+    _check_vjp(primitive, rule.rrule, args, kwargs, rtol, atol, eps, seed)
+
+
+def _check_vjp(f, vjp, args, kwargs, rtol, atol, eps, seed):
+    rng = np.random.default_rng(seed)
+    originals = copy.deepcopy(args)
+    value, back = vjp(*args, **kwargs)
+    _assert_unchanged(args, originals, "the forward pass")
+    expected = f(*args, **kwargs)
+    _assert_close(value, expected, 1e-12, 1e-12, "the value differs from the plain call's")
+    v = _random_like(value, rng)
+    cotangents = back(v)
+    _assert_unchanged(args, originals, "the pullback")
+    if len(cotangents) < len(args):
+        raise AssertionError(f"the pullback returned {len(cotangents)} cotangents for {len(args)} arguments")
+    low_precision = any(_dtype(a) in (np.float32, np.complex64) for a in args) or _dtype(value) == np.float32
+    rtol = rtol if rtol is not None else (2e-3 if low_precision else 1e-6)
+    atol = atol if atol is not None else (2e-3 if low_precision else 1e-8)
+    failures = []
+    for index, (arg, cotangent) in enumerate(zip(args, cotangents)):
+        if not runtime.is_differentiable(arg):
+            continue
+        problem = _check_cotangent(arg, cotangent)
+        if problem:
+            failures.append(f"argument {index}: {problem}")
+            continue
+        u = _random_like(arg, rng)
+        derivative = _directional_derivative(f, args, kwargs, index, u, eps)
+        analytic = _inner(cotangent, u)
+        numeric = _inner(v, derivative)
+        if not abs(analytic - numeric) <= atol + rtol * max(abs(analytic), abs(numeric)):
+            failures.append(
+                f"argument {index}: <pullback, u> = {analytic!r} but finite differences give "
+                f"<v, J u> = {numeric!r} (difference {abs(analytic - numeric):.3g})"
+            )
+    if failures:
+        name = getattr(f, "__qualname__", repr(f))
+        raise AssertionError(f"gradient check of {name} failed:\n  " + "\n  ".join(failures))
+
+
+def _check_cotangent(arg, cotangent):
+    if cotangent is None:
+        return "no cotangent (None) for a float argument"
+    if np.shape(cotangent) != np.shape(arg):
+        return f"cotangent shape {np.shape(cotangent)} differs from the argument's {np.shape(arg)}"
+    if isinstance(arg, np.ndarray) and np.asarray(cotangent).dtype != arg.dtype:
+        return f"cotangent dtype {np.asarray(cotangent).dtype} differs from the argument's {arg.dtype}"
+    return None
+
+
+def _directional_derivative(f, args, kwargs, index, u, eps):
+    """(f(x + eps u) - f(x - eps u)) / 2 eps, with every float argument in float64."""
+    wide = [_widen(a) for a in args]
+
+    def shifted(step):
+        moved = list(wide)
+        moved[index] = wide[index] + step * np.asarray(u, dtype=np.result_type(wide[index], np.float64))
+        if type(args[index]) is float:
+            moved[index] = float(moved[index])
+        return f(*moved, **kwargs)
+
+    return _combine(shifted(eps), shifted(-eps), eps)
+
+
+def _combine(plus, minus, eps):
+    if isinstance(plus, (tuple, list)):
+        return type(plus)(_combine(p, m, eps) for p, m in zip(plus, minus))
+    if not runtime.is_differentiable(plus):
+        return None
+    return (np.asarray(plus, dtype=np.complex128 if np.iscomplexobj(plus) else np.float64) - minus) / (2 * eps)
+
+
+def _widen(arg):
+    if isinstance(arg, np.ndarray) and arg.dtype == np.float32:
+        return arg.astype(np.float64)
+    if isinstance(arg, np.ndarray) and arg.dtype == np.complex64:
+        return arg.astype(np.complex128)
+    return arg
+
+
+def _random_like(value, rng):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_random_like(v, rng) for v in value)
+    if not runtime.is_differentiable(value):
+        return None
+    if type(value) is float:
+        return float(rng.normal())
+    sample = rng.normal(size=np.shape(value))
+    if np.iscomplexobj(value):
+        sample = sample + 1j * rng.normal(size=np.shape(value))
+    return np.asarray(sample, dtype=np.asarray(value).dtype)
+
+
+def _inner(a, b) -> float:
+    """The real inner product of two cotangent-shaped values (leaves of tuples summed)."""
+    if isinstance(a, (tuple, list)):
+        return sum(_inner(x, y) for x, y in zip(a, b) if x is not None and y is not None)
+    if a is None or b is None:
+        return 0.0
+    return float(np.real(np.sum(np.conj(np.asarray(a, dtype=np.complex128)) * np.asarray(b))))
+
+
+def _dtype(value):
+    return getattr(value, "dtype", None)
+
+
+def _assert_close(actual, expected, rtol, atol, message):
+    if isinstance(expected, (tuple, list)):
+        for a, e in zip(actual, expected):
+            _assert_close(a, e, rtol, atol, message)
+        return
+    if runtime.is_differentiable(expected) or isinstance(expected, (int, np.integer)):
+        if not np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True):
+            raise AssertionError(f"{message}: {actual!r} != {expected!r}")
+
+
+def _assert_unchanged(args, originals, when):
+    for index, (arg, original) in enumerate(zip(args, originals)):
+        if isinstance(arg, np.ndarray) and not np.array_equal(arg, original, equal_nan=True):
+            raise AssertionError(f"{when} mutated argument {index}")
