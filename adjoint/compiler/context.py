@@ -54,6 +54,10 @@ class Context:
         if self.problems:
             raise TransformError(self.function_name, self.problems)
 
+    def is_free_variable(self, identifier: str) -> bool:
+        """Whether `identifier` is one of the function's closure variables."""
+        return identifier in getattr(getattr(self.fn, "__code__", None), "co_freevars", ())
+
     def lookup_global(self, identifier: str, default=None):
         """What a free name of the function refers to now: closure cell, global or builtin."""
         code = getattr(self.fn, "__code__", None)

@@ -313,11 +313,14 @@ def _reachable_name(global_name: str, obj, ctx: Context) -> str:
     if obj is runtime:
         return ctx.runtime_alias
     user_globals = getattr(ctx.fn, "__globals__", {})
-    candidates = [global_name] if user_globals.get(global_name, None) is obj else []
+    global_value = user_globals.get(global_name, getattr(builtins, global_name, None))
+    candidates = [global_name] if global_value is obj and not ctx.is_free_variable(global_name) else []
     if isinstance(obj, types.ModuleType):
+        free_names = getattr(ctx.fn.__code__, "co_freevars", ())
+        candidates += [name for name in free_names if ctx.lookup_global(name) is obj]
         candidates += [name for name, value in user_globals.items() if value is obj]
     for name in candidates:
-        if name not in ctx.local_names and name not in ctx.namer.issued:
+        if name not in ctx.local_names and name not in ctx.namer.issued and name != ctx.runtime_alias:
             ctx.namer.reserve(name)
             return name
     return ctx.inject(obj, global_name)

@@ -88,6 +88,9 @@ class _Normalizer:
         first, *others = targets
         if isinstance(first, gast.Name):
             self._emit(syntax.assign(first.id, self.rhs(value, first.id)))
+        elif _is_parallel(first, value):
+            for target, element in zip(first.elts, value.elts):
+                self._assign([target], element)
         else:
             self._unpack(first, self.atom(value, "_".join(_target_names(first))))
         for other in others:
@@ -143,6 +146,12 @@ class _Normalizer:
     def rhs(self, expr, hint: str):
         """`expr` with atoms for operands: one operation, ready to be assigned."""
         expr = _fold_sign(expr)
+        new = self._rhs(expr, hint)
+        if new is not expr and hasattr(expr, "lineno"):
+            gast.copy_location(new, expr)  # problems point at the user's expression
+        return new
+
+    def _rhs(self, expr, hint: str):
         if isinstance(expr, gast.BinOp):
             return gast.BinOp(left=self.atom(expr.left, hint), op=expr.op, right=self.atom(expr.right, hint))
         if isinstance(expr, gast.UnaryOp):
@@ -184,6 +193,15 @@ class _Normalizer:
     def _is_global_read(self, expr) -> bool:
         root = syntax.root_name(expr)
         return isinstance(expr, gast.Attribute) and root is not None and root not in self.local_names
+
+
+def _is_parallel(target, value) -> bool:
+    """`a, b = f(x), g(y)`: assignable one by one, as no element reads a target."""
+    names = [e.id for e in getattr(target, "elts", ()) if isinstance(e, gast.Name)]
+    return (
+        isinstance(value, (gast.Tuple, gast.List)) and len(names) == len(target.elts) == len(value.elts)
+        and not syntax.load_names(value) & set(names)
+    )
 
 
 def _fold_sign(expr):

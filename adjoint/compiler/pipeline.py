@@ -34,8 +34,15 @@ _compiled: dict[tuple, loader.Compiled] = {}
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
-def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
-    """Run every pass over `fn` and compile the result (not cached)."""
+def lower(fn, wrt: tuple[int, ...], until: str | None = None):
+    """Run the passes over `fn` up to and including `until` (all by default): `(node, ctx)`.
+
+    >>> def f(x):
+    ...     return x * x
+    >>> node, ctx = lower(f, (0,), until="normalize")
+    >>> print(syntax.unparse(node.body[0]))
+    f = x * x
+    """
     ctx = Context(fn, get_source(fn), tuple(wrt))
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
@@ -43,7 +50,15 @@ def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
     for name, transform in PASSES:
         node = transform(node, ctx)
         _debug(name, node)
+        if name == until:
+            break
     ctx.check()
+    return node, ctx
+
+
+def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
+    """Run every pass over `fn` and compile the result (not cached)."""
+    node, ctx = lower(fn, wrt)
     text = emit.to_source(node, ctx)
     code = fn.__code__
     return loader.compile_source(

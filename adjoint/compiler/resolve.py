@@ -41,11 +41,10 @@ class Callee:
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Annotate every call and local attribute read of `node`'s statements with a `Callee`."""
     local_names = assigned_names(node)
-    free_names = set(getattr(getattr(ctx.fn, "__code__", None), "co_freevars", ()))
     for stmt in node.body:
         value = getattr(stmt, "value", None)
         if isinstance(value, gast.Call):
-            anno.set_(value, anno.CALLEE, _resolve_call(value.func, ctx, local_names | free_names))
+            anno.set_(value, anno.CALLEE, _resolve_call(value.func, ctx, local_names))
         elif isinstance(value, gast.Attribute) and syntax.is_atom(value.value):
             anno.set_(value, anno.CALLEE, _resolve_attribute(value))
     return node
@@ -57,6 +56,8 @@ def _resolve_call(func, ctx, local_names) -> Callee:
     if root in local_names:
         return Callee(DYNAMIC, text, method=isinstance(func, gast.Attribute))
     obj = ctx.lookup_global(root, _UNBOUND)
+    if ctx.is_free_variable(root) and not isinstance(obj, types.ModuleType):
+        return Callee(DYNAMIC, text)  # closures sharing this code may hold other callees
     for part in text.split(".")[1:]:
         obj = getattr(obj, part, _UNBOUND)
     if obj is _UNBOUND:
@@ -71,11 +72,20 @@ def classify(obj, text: str) -> Callee:
         return Callee(RULE, text, obj, rule)
     if registry.is_non_differentiable(obj):
         return Callee(NON_DIFFERENTIABLE, text, obj)
-    if isinstance(obj, types.FunctionType):
+    if isinstance(obj, types.FunctionType) and not _is_library(obj):
         return Callee(PYTHON, text, obj)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
         return Callee(DYNAMIC, text, obj)
     return Callee(MISSING, text, obj)
+
+
+def _is_library(fn) -> bool:
+    """NumPy's own Python functions are primitives to adjoint, not user code to read."""
+    module = getattr(fn, "__module__", "") or ""
+    return module.split(".")[0] in _LIBRARIES
+
+
+_LIBRARIES = {"numpy", "scipy", "math", "builtins"}
 
 
 def _resolve_attribute(node) -> Callee:

@@ -283,16 +283,21 @@ class _Reverse:
     # ---- problems ---------------------------------------------------------------------------
 
     def _missing(self, stmt, call, callee):
-        described = f"{callee.obj!r}"
         self._unsupported(
             stmt, call,
-            f"adjoint has no rule for `{callee.text}` (resolved to {described}) and cannot read its source",
+            f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})",
             f"register one with @adjoint.rrule({callee.text}), or mark it @adjoint.non_differentiable",
         )
 
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
         self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
+
+
+def _describe(obj) -> str:
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return f"{module}.{name}" if name else repr(obj)
 
 
 def _located(stmt):

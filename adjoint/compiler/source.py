@@ -98,10 +98,10 @@ def _find(module, code):
 
 def _by_position(candidates, code):
     """Tell apart lambdas on one line by the columns their instructions come from."""
-    positions = [p for p in code.co_positions() if p[0] is not None and p[2] is not None]
+    positions = [p for p in code.co_positions() if None not in p and p[3] > p[2]]
     if not positions:
         return None
-    line, _, col, _ = positions[-1]
+    line, _, col, _ = positions[0]
     inside = [
         node for node in candidates
         if (node.body.lineno, node.body.col_offset) <= (line, col)

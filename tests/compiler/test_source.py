@@ -1,0 +1,106 @@
+"""compiler.source: finding a function's tree in its file, and refusing when there is none."""
+
+import importlib
+import linecache
+import sys
+import textwrap
+
+import gast
+import pytest
+
+import adjoint
+from adjoint.compiler.source import get_source
+
+
+def decorated(x):
+    return x
+
+
+def with_docstring_at_column_zero(x):
+    """A docstring whose second line
+starts at column zero, which breaks textwrap.dedent on methods."""
+    return x * 2.0
+
+
+class Model:
+    def method(self, x):
+        text = """
+multi-line string at column zero
+"""
+        return x
+
+
+def test_finds_function_with_true_line_numbers():
+    found = get_source(with_docstring_at_column_zero)
+    assert found.node.name == "with_docstring_at_column_zero"
+    assert found.node.lineno == with_docstring_at_column_zero.__code__.co_firstlineno
+    assert found.filename == __file__
+
+
+def test_finds_method_containing_multiline_string():
+    found = get_source(Model.method)
+    assert found.node.name == "method"
+    assert [a.id for a in found.node.args.args] == ["self", "x"]
+
+
+def test_finds_decorated_function():
+    @adjoint.differentiable
+    def inner(x):
+        return x + 1.0
+
+    assert get_source(inner).node.name == "inner"
+
+
+def test_lambda_becomes_a_function_returning_its_body():
+    square = lambda x: x * x  # noqa: E731
+    node = get_source(square).node
+    assert isinstance(node.body[0], gast.Return)
+    assert get_source(square).name == "<lambda>"
+
+
+def test_statements_carry_their_origin_line():
+    from adjoint.compiler import annotations as anno
+
+    node = get_source(with_docstring_at_column_zero).node
+    assert anno.get(node.body[-1], anno.ORIGIN) == node.body[-1].lineno
+
+
+def test_exec_defined_function_is_refused_with_what_to_do():
+    namespace = {}
+    exec("def f(x):\n    return x\n", namespace)
+    with pytest.raises(adjoint.AdjointError, match="exec") as info:
+        get_source(namespace["f"])
+    assert "@adjoint.rrule" in str(info.value)
+
+
+def test_builtin_is_refused_with_what_to_do():
+    with pytest.raises(adjoint.AdjointError, match="not a Python function"):
+        get_source(len)
+
+
+def test_file_edited_after_import_is_detected(tmp_path, monkeypatch):
+    module_file = tmp_path / "edited_module.py"
+    module_file.write_text("def f(x, y):\n    return x * y\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_module")
+    try:
+        module_file.write_text("def f(a, b):\n    return a * b\n")
+        linecache.checkcache(str(module_file))
+        with pytest.raises(adjoint.AdjointError, match="edited"):
+            get_source(module.f)
+    finally:
+        sys.modules.pop("edited_module", None)
+
+
+def test_notebook_cells_registered_in_linecache_work():
+    name = "<ipython-input-1-abc>"
+    text = textwrap.dedent(
+        """
+        def cell_function(x):
+            return x * 3.0
+        """
+    )
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    namespace = {}
+    exec(compile(text, name, "exec"), namespace)
+    assert adjoint.grad(namespace["cell_function"])(1.0) == pytest.approx(3.0)

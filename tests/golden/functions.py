@@ -1,0 +1,27 @@
+"""Functions whose generated source is kept as golden files; keep their line numbers stable."""
+
+import math
+
+import numpy as np
+
+
+def mlp_loss(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    logits = h @ W2 + b2
+    return np.mean((logits - y) ** 2)
+
+
+def scalar(x, y):
+    z = math.sin(x) * y
+    z = z + math.exp(-x) / y
+    return math.sqrt(z * z + 1.0)
+
+
+def layer(x, W):
+    return np.maximum(x @ W, 0.0)
+
+
+def two_layers(x, W1, W2):
+    h = layer(x, W1)
+    out, scale = layer(h, W2), np.sum(W1 ** 2)
+    return np.sum(out) + 0.5 * scale

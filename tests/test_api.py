@@ -1,0 +1,351 @@
+"""The public API: pullback, grad, value_and_grad, gradient, source, differentiable, rrule."""
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint.testing import check_grad
+
+from helpers_module import affine, apply_twice, scaled_square
+
+rng = np.random.default_rng(0)
+
+
+def mlp_loss(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    logits = h @ W2 + b2
+    return np.mean((logits - y) ** 2)
+
+
+def mlp_args():
+    shapes = [(3, 4), (4,), (4, 2), (2,), (5, 3), (5, 2)]
+    return [rng.normal(size=s) for s in shapes]
+
+
+def test_mlp_loss_gradient_matches_finite_differences():
+    check_grad(mlp_loss, *mlp_args())
+
+
+def test_grad_with_tuple_wrt_returns_tuple_of_gradients():
+    args = mlp_args()
+    grads = adjoint.grad(mlp_loss, wrt=(0, 3))(*args)
+    full = adjoint.gradient(mlp_loss, *args)
+    assert isinstance(grads, tuple) and len(grads) == 2
+    np.testing.assert_allclose(grads[0], full[0])
+    np.testing.assert_allclose(grads[1], full[3])
+
+
+def test_grad_with_int_wrt_returns_one_gradient():
+    g = adjoint.grad(mlp_loss, wrt=2)(*mlp_args())
+    assert isinstance(g, np.ndarray) and g.shape == (4, 2)
+
+
+def test_pullback_returns_value_and_one_cotangent_per_argument():
+    def f(x, y):
+        return x * y
+
+    x = np.array([1.0, 2.0])
+    value, back = adjoint.pullback(f, x, 3.0)
+    np.testing.assert_allclose(value, [3.0, 6.0])
+    gx, gy = back(np.array([1.0, 10.0]))
+    np.testing.assert_allclose(gx, [3.0, 30.0])
+    assert type(gy) is float and gy == pytest.approx(21.0)
+
+
+def test_tuple_output_takes_tuple_cotangent_and_none_means_zero():
+    def f(x):
+        return np.sin(x), x * 2.0
+
+    x = np.array([0.5, 1.5])
+    _, back = adjoint.pullback(f, x)
+    (both,) = back((np.ones(2), np.ones(2)))
+    np.testing.assert_allclose(both, np.cos(x) + 2.0)
+    (first_only,) = back((np.ones(2), None))
+    np.testing.assert_allclose(first_only, np.cos(x))
+
+
+def test_cotangent_with_wrong_shape_is_refused():
+    _, back = adjoint.pullback(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(adjoint.AdjointError, match="shape"):
+        back(np.ones(2))
+
+
+def test_float32_arguments_get_float32_cotangents():
+    def f(x, w):
+        return np.sum(np.tanh(x * w) * 3.0)
+
+    x = rng.normal(size=(3,)).astype(np.float32)
+    gx, gw = adjoint.gradient(f, x, 0.5)
+    assert gx.dtype == np.float32 and type(gw) is float
+    check_grad(f, x, 0.5)
+
+
+def test_non_float_arguments_get_none():
+    def f(x, n, name, flag, nothing):
+        return x ** n
+
+    grads = adjoint.gradient(f, 2.0, 3, "label", True, None)
+    assert grads[0] == pytest.approx(12.0)
+    assert grads[1:] == (None, None, None, None)
+
+
+def test_int_array_argument_gets_none():
+    def f(x, idx):
+        return np.sum(x * idx)
+
+    gx, gidx = adjoint.gradient(f, np.ones(3), np.arange(3))
+    np.testing.assert_allclose(gx, [0.0, 1.0, 2.0])
+    assert gidx is None
+
+
+def test_argument_the_output_ignores_gets_zeros():
+    def f(x, y):
+        return np.sum(x ** 2)
+
+    gx, gy = adjoint.gradient(f, np.ones(2), np.ones(3))
+    np.testing.assert_array_equal(gy, np.zeros(3))
+    np.testing.assert_allclose(gx, [2.0, 2.0])
+
+
+def test_keyword_arguments_are_constants():
+    def f(x, *, scale):
+        return np.sum(scale * x)
+
+    grads = adjoint.gradient(f, np.ones(2), scale=3.0)
+    assert len(grads) == 1
+    np.testing.assert_allclose(grads[0], [3.0, 3.0])
+
+
+def test_default_arguments_are_copied():
+    def f(x, power=3.0):
+        return x ** power
+
+    assert adjoint.grad(f)(2.0) == pytest.approx(12.0)
+    assert adjoint.grad(f)(2.0, 2.0) == pytest.approx(4.0)
+
+
+def test_grad_of_non_scalar_output_points_to_pullback():
+    with pytest.raises(adjoint.AdjointError, match="pullback"):
+        adjoint.grad(lambda x: x * 2.0)(np.ones(3))
+
+
+def test_grad_of_int_output_is_refused():
+    with pytest.raises(adjoint.AdjointError, match="float scalar"):
+        adjoint.grad(lambda x: len(x))(np.ones(3))
+
+
+def test_value_and_grad():
+    def f(x):
+        return np.sum(np.exp(x))
+
+    x = np.array([0.0, 1.0])
+    value, g = adjoint.value_and_grad(f)(x)
+    assert value == pytest.approx(np.sum(np.exp(x)))
+    np.testing.assert_allclose(g, np.exp(x))
+
+
+def test_value_and_grad_with_aux_passes_aux_through():
+    def f(x):
+        loss = np.sum(x ** 2)
+        return loss, x * 10.0
+
+    x = np.array([1.0, 2.0])
+    (value, aux), g = adjoint.value_and_grad(f, has_aux=True)(x)
+    assert value == pytest.approx(5.0)
+    np.testing.assert_allclose(aux, [10.0, 20.0])
+    np.testing.assert_allclose(g, [2.0, 4.0])
+
+
+def test_value_and_grad_with_aux_needs_a_pair():
+    with pytest.raises(adjoint.AdjointError, match="pair"):
+        adjoint.value_and_grad(lambda x: x * 2.0, has_aux=True)(1.0)
+
+
+def test_gradient_is_tuple_for_every_positional_argument():
+    def f(x, y):
+        return x * y + y
+
+    assert adjoint.gradient(f, 2.0, 5.0) == (pytest.approx(5.0), pytest.approx(3.0))
+
+
+def test_wrt_must_be_int_or_tuple():
+    with pytest.raises(adjoint.AdjointError, match="wrt"):
+        adjoint.grad(lambda x: x, wrt="x")
+
+
+def test_container_arguments_are_refused_clearly():
+    with pytest.raises(adjoint.AdjointError, match="containers"):
+        adjoint.gradient(lambda ws: ws, [np.ones(2)])
+
+
+def test_differentiable_returns_the_function_itself():
+    def f(x):
+        return np.sum(x)
+
+    assert adjoint.differentiable(f) is f
+    with pytest.raises(adjoint.AdjointError):
+        adjoint.differentiable(np.sin)
+
+
+def test_gradient_of_a_primitive_with_a_rule():
+    assert adjoint.grad(np.sin)(0.0) == pytest.approx(1.0)
+
+
+def test_callee_from_another_module_is_differentiated_through():
+    def loss(x, W, b):
+        return np.sum(np.tanh(affine(x, W, b)))
+
+    check_grad(loss, rng.normal(size=(2, 3)), rng.normal(size=(3, 4)), rng.normal(size=(4,)))
+
+
+def test_decorated_callee_in_same_module_is_differentiated_through():
+    @adjoint.differentiable
+    def inner(x):
+        return np.sin(x) * x
+
+    def outer(x):
+        return np.sum(inner(x) + inner(2.0 * x))
+
+    check_grad(outer, rng.normal(size=(3,)))
+
+
+def test_callee_using_its_default_argument():
+    def loss(x):
+        return np.sum(scaled_square(x))
+
+    check_grad(loss, rng.normal(size=(3,)))
+
+
+def test_function_passed_as_argument_is_resolved_at_run_time():
+    def loss(x):
+        return np.sum(apply_twice(np.tanh, x))
+
+    check_grad(loss, rng.normal(size=(3,)))
+
+
+def test_callee_with_only_inactive_arguments_just_runs():
+    calls = []
+
+    def log(value):
+        calls.append(value)
+
+    def f(x):
+        log("step")
+        n = len(x)
+        return np.sum(x) * n
+
+    assert adjoint.grad(f)(np.ones(4)).tolist() == [4.0] * 4
+    assert calls == ["step"]
+
+
+def test_print_and_shape_queries_run_once_and_carry_no_gradient(capsys):
+    def f(x):
+        print("shape", x.shape)
+        rows = x.shape[0]
+        z = np.zeros_like(x)
+        return np.sum(x * rows + z)
+
+    g = adjoint.grad(f)(np.ones((2, 3)))
+    np.testing.assert_allclose(g, 2.0 * np.ones((2, 3)))
+    assert capsys.readouterr().out.count("shape") == 1
+
+
+def test_caller_arrays_are_not_mutated():
+    args = mlp_args()
+    copies = [a.copy() for a in args]
+    adjoint.gradient(mlp_loss, *args)
+    for a, c in zip(args, copies):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_user_cotangent_is_not_mutated():
+    def f(x):
+        y = x * 2.0
+        return y + x
+
+    cotangent = np.ones(3)
+    _, back = adjoint.pullback(f, np.ones(3))
+    (g,) = back(cotangent)
+    g += 1.0
+    np.testing.assert_array_equal(cotangent, np.ones(3))
+
+
+def test_returned_gradients_are_writable():
+    def f(x):
+        return np.sum(x)
+
+    g = adjoint.grad(f)(np.ones(3))
+    g += 1.0
+    np.testing.assert_array_equal(g, 2.0 * np.ones(3))
+
+
+def test_source_shows_forward_and_pullback():
+    text = adjoint.source(mlp_loss, wrt=(0, 1, 2, 3))
+    assert "def mlp_loss_forward(W1, b1, W2, b2, x, y):" in text
+    assert "def mlp_loss_pullback(mlp_loss_bar):" in text
+    assert "h_add_bar = h_bar * (1 - h ** 2)" in text
+    assert "return (W1_bar, b1_bar, W2_bar, b2_bar, None, None)" in text
+    assert "x_bar" not in text  # x is not differentiated: no work is spent on it
+
+
+def test_source_defaults_to_every_positional_parameter():
+    def f(x, y):
+        return x * y
+
+    assert "return (x_bar, y_bar)" in adjoint.source(f)
+
+
+def test_transform_is_cached_per_code_object():
+    from adjoint.compiler import pipeline
+
+    def make(scale):
+        def f(x):
+            return np.sum(x * scale)
+
+        return f
+
+    first, second = make(2.0), make(3.0)
+    assert adjoint.grad(first)(np.ones(2)).tolist() == [2.0, 2.0]
+    assert adjoint.grad(second)(np.ones(2)).tolist() == [3.0, 3.0]
+    keys = [k for k in pipeline._compiled if k[0] is first.__code__]
+    assert len(keys) == 1
+
+
+def test_lambda_is_differentiable():
+    assert adjoint.grad(lambda x: x ** 3)(2.0) == pytest.approx(12.0)
+
+
+def test_two_lambdas_on_one_line_are_told_apart():
+    pair = (lambda x: x * 2.0, lambda x: x * 3.0)
+    assert adjoint.grad(pair[0])(1.0) == pytest.approx(2.0)
+    assert adjoint.grad(pair[1])(1.0) == pytest.approx(3.0)
+
+
+def test_python_float_function_stays_in_floats():
+    import math
+
+    def f(x):
+        return math.sin(x) * math.exp(x) + math.sqrt(x)
+
+    g = adjoint.grad(f)(1.3)
+    assert isinstance(g, float)
+    check_grad(f, 1.3)
+
+
+def test_user_rule_is_used_and_none_means_zero():
+    def clipped_identity(x, limit):
+        return np.clip(x, -limit, limit)
+
+    @adjoint.rrule(clipped_identity)
+    def clipped_identity_rrule(x, limit):
+        def clipped_identity_pullback(g):
+            return g * (np.abs(x) <= limit), None
+
+        return clipped_identity(x, limit), clipped_identity_pullback
+
+    def f(x, limit):
+        return np.sum(clipped_identity(x, limit) * 3.0)
+
+    gx, glimit = adjoint.gradient(f, np.array([0.5, 2.0]), 1.0)
+    np.testing.assert_allclose(gx, [3.0, 0.0])
+    assert glimit == 0.0

@@ -1,0 +1,62 @@
+"""Errors: every failure is an AdjointError that says where, what and what to do."""
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint.errors import Problem
+
+
+def calls_a_ufunc_without_rule(x):
+    y = np.arcsinh(x)
+    z = np.sinc(y) + np.sinc(2.0)
+    return np.sum(z)
+
+
+def test_missing_rules_are_all_named_with_object_location_and_fix():
+    with pytest.raises(adjoint.TransformError) as info:
+        adjoint.grad(calls_a_ufunc_without_rule)(np.ones(2))
+    error = info.value
+    assert [p.line for p in error.problems] == [
+        calls_a_ufunc_without_rule.__code__.co_firstlineno + 1,
+        calls_a_ufunc_without_rule.__code__.co_firstlineno + 2,
+    ]
+    message = str(error)
+    assert "`np.arcsinh` (numpy.arcsinh)" in message
+    assert "`np.sinc` (numpy.sinc)" in message
+    assert "@adjoint.rrule(np.arcsinh)" in message
+    assert "np.sinc(2.0)" in message  # the source line is shown ...
+    assert sum("np.sinc" in p.message for p in error.problems) == 1  # not the constant call
+
+
+def test_missing_rule_caret_points_at_the_call():
+    with pytest.raises(adjoint.TransformError) as info:
+        adjoint.grad(calls_a_ufunc_without_rule)(np.ones(2))
+    first = info.value.problems[0]
+    assert first.format().splitlines()[1:3] == ["    y = np.arcsinh(x)", "        ^^^^^^^^^^^^^"]
+
+
+def test_every_error_derives_from_adjoint_error():
+    assert issubclass(adjoint.TransformError, adjoint.AdjointError)
+    with pytest.raises(adjoint.AdjointError):
+        adjoint.grad(len)([1.0])
+
+
+def test_method_call_on_differentiable_value_is_refused_with_alternative():
+    def f(x):
+        return x.sum()
+
+    with pytest.raises(adjoint.TransformError, match=r"np\.sum"):
+        adjoint.grad(f)(np.ones(2))
+
+
+def test_primitive_without_rule_called_directly():
+    with pytest.raises(adjoint.AdjointError, match="@adjoint.rrule"):
+        adjoint.grad(np.arcsinh)(1.0)
+
+
+def test_problem_format():
+    problem = Problem("model.py", 3, 8, 12, "    y = f(x)\n", "no rule for `f`", "register one")
+    assert problem.format() == "\n".join(
+        ["model.py:3:9: no rule for `f`", "    y = f(x)", "        ^^^^", "    hint: register one"]
+    )

@@ -1,0 +1,40 @@
+"""Golden snapshots of generated source: the product users read must not drift unnoticed.
+
+Regenerate after an intended change with `ADJOINT_UPDATE_GOLDEN=1 make test`, and review the
+diff like any other code change.
+"""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint.testing import check_grad
+
+from golden import functions
+
+HERE = pathlib.Path(__file__).parent / "golden"
+CASES = {
+    "mlp_loss": (functions.mlp_loss, (0, 1, 2, 3)),
+    "scalar": (functions.scalar, (0, 1)),
+    "two_layers": (functions.two_layers, (1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_source_matches_golden(name):
+    fn, wrt = CASES[name]
+    text = adjoint.source(fn, wrt=wrt)
+    path = HERE / f"{name}.txt"
+    if os.environ.get("ADJOINT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_golden_functions_have_correct_gradients():
+    rng = np.random.default_rng(1)
+    check_grad(functions.mlp_loss, *[rng.normal(size=s) for s in [(3, 4), (4,), (4, 2), (2,), (5, 3), (5, 2)]])
+    check_grad(functions.scalar, 0.7, 1.9)
+    check_grad(functions.two_layers, rng.normal(size=(2, 3)), rng.normal(size=(3, 4)), rng.normal(size=(4, 2)))
