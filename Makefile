@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo clean
+.PHONY: test demo bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ test: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

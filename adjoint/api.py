@@ -29,7 +29,7 @@ def differentiable(fn):
     >>> @adjoint.differentiable
     ... def f(x):
     ...     return np.sum(np.sin(x) ** 2)
-    >>> f(np.zeros(3))
+    >>> float(f(np.zeros(3)))
     0.0
     """
     if not isinstance(fn, types.FunctionType):
@@ -180,7 +180,7 @@ def _pullback(f, args, kwargs, positions):
         value, generated_pullback = pipeline.forward_function(f, wrt)(*args, **kwargs)
 
     def back(cotangent):
-        cotangents = generated_pullback(_complete(value, cotangent))
+        cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
         return tuple(
             _project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))
         )

@@ -6,7 +6,8 @@ The one rule convention, written once:
   `(value, pullback)`. `value` equals what the primitive returns.
 - `pullback(cotangent)` returns a tuple with one cotangent per positional argument, in order.
   `None` means the argument carries no cotangent (an int, a shape, a flag) and consumers skip
-  work for it. A cotangent has its argument's shape and dtype.
+  work for it; trailing `None`s may be left out (`np.sum(x, 1)`'s pullback may return just
+  `(x_bar,)`), and consumers pad. A cotangent has its argument's shape and dtype.
 - Keyword arguments are never differentiated.
 - The pullback is a named closure (`sin_pullback`), so a traceback says which rule failed.
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from typing import Callable
+
+import numpy as np
 
 from . import runtime
 
@@ -119,7 +122,7 @@ def _with_zero_cotangents(rule_fn):
         value, pullback = rule_fn(*args, **kwargs)
 
         def checked_pullback(cotangent):
-            cotangents = tuple(pullback(cotangent))
+            cotangents = padded(pullback(cotangent), len(args))
             if len(cotangents) != len(args):
                 raise runtime.RuleError(
                     f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
@@ -136,6 +139,12 @@ def _with_zero_cotangents(rule_fn):
         return value, checked_pullback
 
     return checked_rule
+
+
+def padded(cotangents, count: int) -> tuple:
+    """A pullback's cotangents with the trailing `None`s it left out put back."""
+    cotangents = tuple(cotangents)
+    return cotangents + (None,) * (count - len(cotangents))
 
 
 def elementwise(*primitives):
@@ -172,12 +181,18 @@ def _elementwise_rrule(primitive, partials):
         ans = primitive(*inputs, **kwargs)
 
         def pullback(g):
-            derivatives = partials(ans, *inputs)
+            differentiable = [runtime.is_differentiable(x) for x in inputs]
+            if all(differentiable):
+                derivatives = partials(ans, *inputs)
+            else:
+                # The partial of a non-float input (an int exponent) may be undefined: unused.
+                with np.errstate(all="ignore"):
+                    derivatives = partials(ans, *inputs)
             if len(inputs) == 1:
                 derivatives = (derivatives,)
             return tuple(
-                None if d is None else runtime.unbroadcast(g * d, x)
-                for d, x in zip(derivatives, inputs)
+                None if d is None or not wanted else runtime.unbroadcast(g * d, x)
+                for d, x, wanted in zip(derivatives, inputs, differentiable)
             )
 
         return ans, pullback

@@ -88,8 +88,8 @@ def unbroadcast(g, x):
         if stretched:
             g = g.sum(axis=stretched, keepdims=True)
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and dtype.kind in "fc" and getattr(g, "dtype", dtype) != dtype:
-        g = np.asarray(g, dtype=dtype) if dtype.kind == "c" else np.real(g).astype(dtype)
+    if dtype is not None and dtype.kind in "fc" and getattr(g, "dtype", None) != dtype:
+        g = np.asarray(g if dtype.kind == "c" else np.real(g), dtype=dtype)
     return g
 
 
@@ -109,7 +109,7 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
         g = np.expand_dims(g, axis)
         ans = np.expand_dims(ans, axis)
     chosen = x == ans
-    return g * chosen / np.sum(chosen, axis=axis, keepdims=True)
+    return unbroadcast(g * chosen / np.sum(chosen, axis=axis, keepdims=True), x)
 
 
 def tie_weight(x, ans, other):
@@ -124,9 +124,11 @@ def _as_matrices(g, a, b):
     a2 = a[np.newaxis, :] if np.ndim(a) == 1 else a
     b2 = b[:, np.newaxis] if np.ndim(b) == 1 else b
     g2 = np.asarray(g)
-    if np.ndim(a) == 1:
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        g2 = np.reshape(g2, (1, 1))
+    elif np.ndim(a) == 1:
         g2 = np.expand_dims(g2, -2)
-    if np.ndim(b) == 1:
+    elif np.ndim(b) == 1:
         g2 = np.expand_dims(g2, -1)
     return g2, a2, b2
 

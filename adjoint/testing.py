@@ -54,9 +54,9 @@ def _check_vjp(f, vjp, args, kwargs, rtol, atol, eps, seed):
     expected = f(*copy.deepcopy(args), **kwargs)  # the plain call may update its arguments
     _assert_close(value, expected, 1e-12, 1e-12, "the value differs from the plain call's")
     v = _random_like(value, rng)
-    cotangents = back(v)
+    cotangents = registry.padded(back(v), len(args))
     _assert_unchanged(args, originals, "the pullback")
-    if len(cotangents) < len(args):
+    if len(cotangents) != len(args):
         raise AssertionError(f"the pullback returned {len(cotangents)} cotangents for {len(args)} arguments")
     low_precision = any(_dtype(a) in (np.float32, np.complex64) for a in args) or _dtype(value) == np.float32
     rtol = rtol if rtol is not None else (2e-3 if low_precision else 1e-6)

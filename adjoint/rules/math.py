@@ -3,6 +3,7 @@
 import builtins
 import math
 
+from .. import runtime as adj
 from ..registry import elementwise, non_differentiable, rrule
 
 
@@ -44,7 +45,7 @@ def d_tanh(ans, x):
 @rrule(builtins.float)
 def float_rrule(x):
     def float_pullback(g):
-        return (g,)
+        return (adj.unbroadcast(g, x),)
 
     return float(x), float_pullback
 

@@ -1,0 +1,138 @@
+"""Gradient time of adjoint (and autograd, when installed) divided by hand-written NumPy's.
+
+Every system's gradient is checked against the hand-written one before it is timed; rounds
+are interleaved and medians reported; BLAS runs on one thread. Run with `make bench`.
+"""
+
+import os
+
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import adjoint  # noqa: E402
+
+try:
+    import autograd  # noqa: E402
+    import autograd.numpy as anp  # noqa: E402
+except ImportError:
+    autograd = None
+
+
+def mlp_loss(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    z = h @ W2 + b2
+    m = np.max(z, axis=1, keepdims=True)
+    lse = np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)) + m
+    return -np.sum(y * (z - lse)) / x.shape[0]
+
+
+def mlp_hand(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    z = h @ W2 + b2
+    e = np.exp(z - np.max(z, axis=1, keepdims=True))
+    p = e / np.sum(e, axis=1, keepdims=True)
+    dz = (p * np.sum(y, axis=1, keepdims=True) - y) / x.shape[0]
+    da = (dz @ W2.T) * (1 - h * h)
+    return x.T @ da, np.sum(da, axis=0), h.T @ dz, np.sum(dz, axis=0)
+
+
+def mlp_autograd(W1, b1, W2, b2, x, y):
+    h = anp.tanh(anp.dot(x, W1) + b1)
+    z = anp.dot(h, W2) + b2
+    m = anp.max(z, axis=1, keepdims=True)
+    lse = anp.log(anp.sum(anp.exp(z - m), axis=1, keepdims=True)) + m
+    return -anp.sum(y * (z - lse)) / x.shape[0]
+
+
+def lse_loss(X, b):
+    Z = X + b
+    m = np.max(Z, axis=1, keepdims=True)
+    return np.sum(np.log(np.sum(np.exp(Z - m), axis=1, keepdims=True)) + m)
+
+
+def lse_hand(X, b):
+    Z = X + b
+    e = np.exp(Z - np.max(Z, axis=1, keepdims=True))
+    p = e / np.sum(e, axis=1, keepdims=True)
+    return p, np.sum(p, axis=0)
+
+
+def lse_autograd(X, b):
+    Z = X + b
+    m = anp.max(Z, axis=1, keepdims=True)
+    return anp.sum(anp.log(anp.sum(anp.exp(Z - m), axis=1, keepdims=True)) + m)
+
+
+def mlp_inputs(n_in, n_hidden, n_out, batch, rng):
+    y = np.eye(n_out)[rng.integers(0, n_out, size=batch)]
+    return [
+        rng.normal(size=(n_in, n_hidden)) * 0.1, np.zeros(n_hidden),
+        rng.normal(size=(n_hidden, n_out)) * 0.1, np.zeros(n_out),
+        rng.normal(size=(batch, n_in)), y,
+    ]
+
+
+def workloads(rng):
+    return {
+        "mlp (784-256-10, batch 64)": (mlp_loss, mlp_hand, mlp_autograd, mlp_inputs(784, 256, 10, 64, rng), (0, 1, 2, 3)),
+        "mlp_small (8-16-4, batch 4)": (mlp_loss, mlp_hand, mlp_autograd, mlp_inputs(8, 16, 4, 4, rng), (0, 1, 2, 3)),
+        "logsumexp_broadcast (1000x100)": (lse_loss, lse_hand, lse_autograd, [rng.normal(size=(1000, 100)), rng.normal(size=100)], (0, 1)),
+    }
+
+
+def median_time(fn, args, budget=0.2):
+    reps, elapsed = 1, 0.0
+    while elapsed < 0.02:
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn(*args)
+        elapsed = time.perf_counter() - start
+        reps *= 2
+    samples = []
+    for _ in range(max(5, int(budget / max(elapsed / reps * 2, 1e-9) / reps))):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn(*args)
+        samples.append((time.perf_counter() - start) / reps)
+        if len(samples) >= 15:
+            break
+    return statistics.median(samples)
+
+
+def main():
+    rng = np.random.default_rng(0)
+    systems = ["hand-written", "adjoint"] + (["autograd"] if autograd else [])
+    rows = []
+    for name, (loss, hand, ag_loss, args, wrt) in workloads(rng).items():
+        candidates = {"hand-written": hand, "adjoint": adjoint.grad(loss, wrt=wrt)}
+        if autograd:
+            candidates["autograd"] = autograd.grad(lambda *a: ag_loss(*a), argnum=list(wrt))
+        expected = hand(*args)
+        for system, fn in candidates.items():
+            for got, want in zip(fn(*args), expected):
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9, err_msg=f"{system} on {name}")
+        times = {s: [] for s in candidates}
+        for _ in range(3):  # interleaved rounds
+            for system, fn in candidates.items():
+                times[system].append(median_time(fn, args))
+        medians = {s: statistics.median(t) for s, t in times.items()}
+        rows.append((name, medians))
+    print(f"Gradient time / hand-written NumPy gradient time (same run; {platform.processor() or platform.machine()}, "
+          f"Python {sys.version.split()[0]}, NumPy {np.__version__}, 1 thread)\n")
+    print("| workload | hand-written (us) | " + " | ".join(systems[1:]) + " |")
+    print("|---|---:|" + "---:|" * (len(systems) - 1))
+    for name, medians in rows:
+        base = medians["hand-written"]
+        ratios = " | ".join(f"{medians[s] / base:.2f}" for s in systems[1:])
+        print(f"| {name} | {base * 1e6:.1f} | {ratios} |")
+
+
+if __name__ == "__main__":
+    main()
