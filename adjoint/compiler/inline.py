@@ -233,7 +233,7 @@ def _is_simple(value) -> bool:
 
 
 def _times(cotangent, expr):
-    return gast.BinOp(left=syntax.name(cotangent), op=gast.Mult(), right=expr)
+    return syntax.binop(syntax.name(cotangent), gast.Mult, expr)
 
 
 def _is_none(expr) -> bool:

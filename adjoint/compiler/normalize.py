@@ -71,7 +71,7 @@ class _Normalizer:
         if isinstance(stmt, gast.Assign):
             self._assign(stmt.targets, stmt.value)
         elif isinstance(stmt, gast.AugAssign):
-            value = gast.BinOp(left=syntax.name(stmt.target.id), op=stmt.op, right=stmt.value)
+            value = syntax.binop(syntax.name(stmt.target.id), stmt.op, stmt.value)
             self._assign([stmt.target], value)
         elif isinstance(stmt, gast.AnnAssign):
             if stmt.value is not None:
@@ -118,7 +118,7 @@ class _Normalizer:
         value = stmt.value
         if isinstance(value, gast.Constant) or syntax.is_atom(value):
             return  # docstrings and bare names do nothing
-        self._emit(gast.Expr(value=self.rhs(value, _call_tag(value) or "value")))
+        self._emit(syntax.expression_statement(self.rhs(value, _call_tag(value) or "value")))
 
     def _return(self, stmt):
         if stmt.value is None:
@@ -153,24 +153,22 @@ class _Normalizer:
 
     def _rhs(self, expr, hint: str):
         if isinstance(expr, gast.BinOp):
-            return gast.BinOp(left=self.atom(expr.left, hint), op=expr.op, right=self.atom(expr.right, hint))
+            return syntax.binop(self.atom(expr.left, hint), expr.op, self.atom(expr.right, hint))
         if isinstance(expr, gast.UnaryOp):
-            return gast.UnaryOp(op=expr.op, operand=self.atom(expr.operand, hint))
+            return syntax.unary(expr.op, self.atom(expr.operand, hint))
         if isinstance(expr, gast.Compare):
-            return gast.Compare(
-                left=self.atom(expr.left, hint), ops=expr.ops,
-                comparators=[self.atom(c, hint) for c in expr.comparators],
+            return syntax.compare(
+                self.atom(expr.left, hint), expr.ops, [self.atom(c, hint) for c in expr.comparators]
             )
         if isinstance(expr, gast.Call):
             return self._call(expr, hint)
         if isinstance(expr, gast.Attribute) and not self._is_global_read(expr):
-            return gast.Attribute(value=self.atom(expr.value, hint), attr=expr.attr, ctx=gast.Load())
+            return syntax.attr(self.atom(expr.value, hint), expr.attr)
         if isinstance(expr, gast.Subscript):
-            return gast.Subscript(
-                value=self.atom(expr.value, hint), slice=self._index(expr.slice, hint), ctx=gast.Load()
-            )
+            return syntax.subscript(self.atom(expr.value, hint), self._index(expr.slice, hint))
         if isinstance(expr, (gast.Tuple, gast.List)):
-            return type(expr)(elts=[self.atom(e, hint) for e in expr.elts], ctx=gast.Load())
+            build = syntax.tuple_ if isinstance(expr, gast.Tuple) else syntax.list_
+            return build([self.atom(e, hint) for e in expr.elts])
         return expr  # atoms, f-strings, and constructs the fence reported
 
     def _call(self, expr, hint):
@@ -178,16 +176,16 @@ class _Normalizer:
         if syntax.dotted(func) is None:
             func = self.atom(func, hint + "_fn")
         args = [self.atom(a, hint) for a in expr.args]
-        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, hint)) for k in expr.keywords]
-        return gast.Call(func=func, args=args, keywords=keywords)
+        keywords = {k.arg: self.atom(k.value, hint) for k in expr.keywords}
+        return syntax.call(func, args, keywords)
 
     def _index(self, index, hint):
         if isinstance(index, gast.Slice):
             parts = (index.lower, index.upper, index.step)
             lower, upper, step = (None if p is None else self.atom(p, hint + "_index") for p in parts)
-            return gast.Slice(lower=lower, upper=upper, step=step)
+            return syntax.slice_(lower, upper, step)
         if isinstance(index, gast.Tuple):
-            return gast.Tuple(elts=[self._index(e, hint) for e in index.elts], ctx=gast.Load())
+            return syntax.tuple_([self._index(e, hint) for e in index.elts])
         return self.atom(index, hint + "_index")
 
     def _is_global_read(self, expr) -> bool:
@@ -207,7 +205,7 @@ def _is_parallel(target, value) -> bool:
 def _fold_sign(expr):
     """`-2.0` parses as a negation of `2.0`; keep it a constant (in tuples too)."""
     if isinstance(expr, gast.Tuple):
-        return gast.Tuple(elts=[_fold_sign(e) for e in expr.elts], ctx=expr.ctx)
+        return syntax.tuple_([_fold_sign(e) for e in expr.elts], type(expr.ctx))
     if (
         isinstance(expr, gast.UnaryOp) and isinstance(expr.op, (gast.USub, gast.UAdd))
         and isinstance(expr.operand, gast.Constant)

@@ -68,7 +68,7 @@ class _Cotangents:
             return syntax.assign(bar, expr)
         if var in self.structured:
             return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
-        return syntax.assign(bar, gast.BinOp(left=syntax.name(bar), op=gast.Add(), right=expr))
+        return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Add, expr))
 
 
 class _Reverse:
@@ -154,7 +154,7 @@ class _Reverse:
     def _assignment(self, stmt, target, value):
         if isinstance(value, gast.Name):
             self.forward.append(stmt)
-            self._adjoint(stmt, target, [], [syntax.name(value.id)], lambda bar: [syntax.name(bar)])
+            self._adjoint(stmt, target, [value], lambda bar: ([], [syntax.name(bar)]))
         elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
             primitive = _OPERATORS.get(type(value.op))
             operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
@@ -173,7 +173,7 @@ class _Reverse:
             self.forward.append(stmt)
             self.cot.structured.add(target)
             count = len(value.elts)
-            self._adjoint(stmt, target, [], value.elts, lambda bar: [_item(syntax.name(bar), i) for i in range(count)])
+            self._adjoint(stmt, target, value.elts, lambda bar: ([], [_item(syntax.name(bar), i) for i in range(count)]))
         else:
             self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
 
@@ -200,15 +200,19 @@ class _Reverse:
 
     # ---- adjoints ---------------------------------------------------------------------------
 
-    def _adjoint(self, stmt, target, body, operands, results_for):
-        """Register an adjoint block: `body` then, per varied operand, its contribution."""
+    def _adjoint(self, stmt, target, operands, make):
+        """Register an adjoint block for `target = op(*operands)`.
+
+        `make(bar)`, given the name of `target`'s cotangent, returns the block's statements
+        and one contribution (or None) per operand, which is added to that operand's cotangent.
+        """
 
         def emit():
             if target not in self.cot.live:
                 return []
-            bar = self.cot.name(target)
-            block = list(body(bar)) if callable(body) else list(body)
-            for operand, contribution in zip(operands, results_for(bar)):
+            statements, contributions = make(self.cot.name(target))
+            block = list(statements)
+            for operand, contribution in zip(operands, contributions):
                 if contribution is not None and isinstance(operand, gast.Name) and operand.id in self.varied:
                     block.append(self.cot.accumulate(operand.id, contribution))
             return block
@@ -231,12 +235,11 @@ class _Reverse:
         self.forward.append(stmt)
         self.forward.extend(anno.copy_origin(stmt, inlined.forward))
 
-        def for_cotangent(bar):
-            return inline.with_cotangent(inlined, plan, bar)
+        def make(bar):
+            filled = inline.with_cotangent(inlined, plan, bar)
+            return filled.body, filled.results
 
-        self._adjoint(
-            stmt, target, lambda bar: for_cotangent(bar).body, args, lambda bar: for_cotangent(bar).results
-        )
+        self._adjoint(stmt, target, args, make)
 
     def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
         rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
@@ -246,7 +249,7 @@ class _Reverse:
     def _vjp_call(self, stmt, target, call, callee):
         wrt = [i for i, a in enumerate(call.args) if isinstance(a, gast.Name) and a.id in self.varied]
         vjp_args = [syntax.const(tuple(wrt)), call.func] + list(call.args)
-        vjp = gast.Call(func=syntax.dotted_expr(f"{self.alias}.vjp"), args=vjp_args, keywords=call.keywords)
+        vjp = syntax.call(f"{self.alias}.vjp", vjp_args, call.keywords)
         self._call_with_pullback(stmt, target, vjp, call.args, callee.text)
 
     def _call_with_pullback(self, stmt, target, call, args, text):
@@ -255,29 +258,24 @@ class _Reverse:
         self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
         active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
 
-        def cotangents(bar):
-            return syntax.call(syntax.name(pullback), [syntax.name(bar)])
-
-        def body(bar):
-            return [] if len(active) == 1 else [syntax.assign(self._bars_name(target), cotangents(bar))]
-
-        def results_for(bar):
-            source = cotangents(bar) if len(active) == 1 else syntax.name(self._bars_name(target))
-            return [_item(source, i) if i in active else None for i in range(len(args))]
+        def make(bar):
+            cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
+            if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
+                return [], [_item(cotangents, i) if i in active else None for i in range(len(args))]
+            bars = self.ctx.namer.new(f"{self.cot.name(target)}s")
+            contributions = [_item(syntax.name(bars), i) if i in active else None for i in range(len(args))]
+            return [syntax.assign(bars, cotangents)], contributions
 
         self.cot.structured.add(target)
-        self._adjoint(stmt, target, body, args, results_for)
-
-    def _bars_name(self, target):
-        return self.cot.name(target) + "s"
+        self._adjoint(stmt, target, args, make)
 
     def _subscript(self, stmt, target, value):
         self.forward.append(stmt)
         index = _index_value(value.slice)
         self.cot.structured.add(value.value.id)
         self._adjoint(
-            stmt, target, [], [value.value],
-            lambda bar: [syntax.call(f"{self.alias}.unindex", [syntax.name(bar), value.value, index])],
+            stmt, target, [value.value],
+            lambda bar: ([], [syntax.call(f"{self.alias}.unindex", [syntax.name(bar), value.value, index])]),
         )
 
     # ---- problems ---------------------------------------------------------------------------
@@ -311,7 +309,7 @@ class _Position:
 
 
 def _item(value, index):
-    return gast.Subscript(value=value, slice=syntax.const(index), ctx=gast.Load())
+    return syntax.subscript(value, index)
 
 
 def _index_value(index):

@@ -69,9 +69,9 @@ def _product(factor, other):
     if _number(factor) == 1:
         return other
     if _number(factor) == -1:
-        return gast.UnaryOp(op=gast.USub(), operand=other)
+        return syntax.unary(gast.USub, other)
     if isinstance(factor, gast.BinOp) and isinstance(factor.op, gast.Div) and _number(factor.left) == 1:
-        return gast.BinOp(left=other, op=gast.Div(), right=factor.right)
+        return syntax.binop(other, gast.Div, factor.right)
     return None
 
 

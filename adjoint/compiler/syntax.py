@@ -46,10 +46,39 @@ def attr(value, attribute: str) -> gast.Attribute:
 
 
 def call(func, args=(), keywords=()) -> gast.Call:
+    """A call; `keywords` is a dict of name -> value, or a list of `keyword` nodes."""
     if isinstance(func, str):
         func = dotted_expr(func)
-    kws = [gast.keyword(arg=k, value=v) for k, v in dict(keywords).items()]
-    return gast.Call(func=func, args=list(args), keywords=kws)
+    if isinstance(keywords, dict):
+        keywords = [gast.keyword(arg=k, value=v) for k, v in keywords.items()]
+    return gast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def binop(left, op, right) -> gast.BinOp:
+    """`left <op> right`; `op` is a gast operator node or class (`gast.Add`)."""
+    return gast.BinOp(left=left, op=op() if isinstance(op, type) else op, right=right)
+
+
+def unary(op, operand) -> gast.UnaryOp:
+    return gast.UnaryOp(op=op() if isinstance(op, type) else op, operand=operand)
+
+
+def compare(left, ops, comparators) -> gast.Compare:
+    return gast.Compare(left=left, ops=list(ops), comparators=list(comparators))
+
+
+def subscript(value, index) -> gast.Subscript:
+    if not isinstance(index, gast.AST):
+        index = const(index)
+    return gast.Subscript(value=value, slice=index, ctx=gast.Load())
+
+
+def slice_(lower, upper, step) -> gast.Slice:
+    return gast.Slice(lower=lower, upper=upper, step=step)
+
+
+def expression_statement(value) -> gast.Expr:
+    return gast.Expr(value=value)
 
 
 def dotted_expr(path: str):
@@ -63,6 +92,10 @@ def dotted_expr(path: str):
 
 def tuple_(elts, ctx=LOAD) -> gast.Tuple:
     return gast.Tuple(elts=list(elts), ctx=ctx())
+
+
+def list_(elts) -> gast.List:
+    return gast.List(elts=list(elts), ctx=gast.Load())
 
 
 def assign(target, value) -> gast.Assign:
@@ -175,4 +208,4 @@ class Comment:
 
 
 def comment(text: str) -> gast.Expr:
-    return gast.Expr(value=const(Comment(text)))
+    return expression_statement(const(Comment(text)))
