@@ -128,6 +128,7 @@ def source(f, wrt=None) -> str:
     >>> def f(x):
     ...     return np.sin(x)
     >>> print(adjoint.source(f))  # doctest: +ELLIPSIS
+    # adjoint: forward function and pullback of `f` (...)
     def f_forward(x):
         # line ...: return np.sin(x)
         f = np.sin(x)
@@ -190,6 +191,11 @@ def _pullback(f, args, kwargs, positions):
 
 def _carries_gradient(arg, index, f) -> bool:
     if runtime.is_differentiable(arg):
+        if np.iscomplexobj(arg):
+            raise AdjointError(
+                f"argument {index} of {_name(f)} is complex: differentiating complex inputs is "
+                "not supported yet. Split it into real and imaginary parts."
+            )
         return True
     if isinstance(arg, (tuple, list, dict)) and _has_float_leaf(arg):
         raise AdjointError(

@@ -76,6 +76,8 @@ def add(a, b):
 
 def unbroadcast(g, x):
     """Sum `g` over the axes NumPy broadcast `x` along, and cast it to `x`'s float dtype."""
+    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
+        return g
     if type(g) is float and type(x) is float:
         return g
     shape = np.shape(x)
@@ -135,6 +137,8 @@ def _as_matrices(g, a, b):
 
 def matmul_lhs_bar(g, a, b):
     """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return unbroadcast(g @ b.T, a)
     g2, a2, b2 = _as_matrices(g, a, b)
     a_bar = g2 @ np.swapaxes(b2, -1, -2)
     return np.reshape(unbroadcast(a_bar, a2), np.shape(a))
@@ -142,6 +146,8 @@ def matmul_lhs_bar(g, a, b):
 
 def matmul_rhs_bar(g, a, b):
     """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return unbroadcast(a.T @ g, b)
     g2, a2, b2 = _as_matrices(g, a, b)
     b_bar = np.swapaxes(a2, -1, -2) @ g2
     return np.reshape(unbroadcast(b_bar, b2), np.shape(b))

@@ -60,3 +60,34 @@ def test_problem_format():
     assert problem.format() == "\n".join(
         ["model.py:3:9: no rule for `f`", "    y = f(x)", "        ^^^^", "    hint: register one"]
     )
+
+
+def test_arange_of_a_differentiable_value_is_refused_not_zeroed():
+    def f(x):
+        return np.sum(np.arange(x, x + 3.0))
+
+    with pytest.raises(adjoint.TransformError, match="np.arange"):
+        adjoint.grad(f)(0.5)
+
+
+def test_complex_arguments_are_refused_until_their_convention_exists():
+    with pytest.raises(adjoint.AdjointError, match="complex"):
+        adjoint.grad(lambda z: np.abs(z))(1.0 + 2.0j)
+
+
+def test_method_call_with_differentiable_argument_points_to_a_rule():
+    def f(mu, rng):
+        return rng.normal(mu, 1.0)
+
+    with pytest.raises(adjoint.TransformError, match="rrule"):
+        adjoint.grad(f)(0.5, np.random.default_rng(0))
+
+
+def test_rule_arity_mismatch_names_the_rule():
+    import math
+
+    def f(x):
+        return math.log(x, 2.0)
+
+    with pytest.raises(adjoint.TransformError, match="adjoint's rule for `math.log` takes at most 1 positional argument"):
+        adjoint.grad(f)(3.0)

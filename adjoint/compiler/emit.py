@@ -8,6 +8,8 @@ stay right whatever earlier passes removed or reordered.
 
 from __future__ import annotations
 
+import os
+
 import gast
 
 from . import annotations as anno
@@ -18,7 +20,9 @@ from .context import Context
 def to_source(node: gast.FunctionDef, ctx: Context) -> str:
     """`node` as source text, commented with the user's lines."""
     _comment_bodies(node, ctx)
-    return syntax.unparse(node) + "\n"
+    filename = os.path.basename(ctx.source.filename)
+    header = f"# adjoint: forward function and pullback of `{ctx.function_name}` ({filename}:{ctx.source.node.lineno})\n"
+    return header + syntax.unparse(node) + "\n"
 
 
 def _comment_bodies(node, ctx):

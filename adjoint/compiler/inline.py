@@ -292,7 +292,8 @@ def with_cotangent(inlined: Inlined, plan: Plan, cotangent: str) -> Inlined:
 
 def _bind(plan, args, keywords) -> dict:
     if len(args) > len(plan.params):
-        raise BindError(f"takes at most {len(plan.params)} positional arguments")
+        count = len(plan.params)
+        raise BindError(f"takes at most {count} positional argument{'s' if count != 1 else ''}")
     mapping = dict(zip(plan.params, args))
     for key, value in keywords.items():
         if key in mapping:

@@ -33,6 +33,12 @@ _OPERATOR_TAGS = {
 }
 
 
+_OPERATOR_SIGNS = {
+    gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//", gast.Mod: "%",
+    gast.Pow: "**", gast.MatMult: "@",
+}
+
+
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rewrite `node`'s body into A-normal form (see the module docstring)."""
     local_names = assigned_names(node)
@@ -63,14 +69,17 @@ class _Normalizer:
         self.local_names = local_names
         self.out: list = []
         self.origin = None
+        self.shared: set[str] = set()  # names another name or a tuple/list may also refer to
 
     # ---- statements -------------------------------------------------------------------------
 
     def statement(self, stmt) -> list:
         self.out, self.origin = [], stmt
         if isinstance(stmt, gast.Assign):
+            self._note_sharing(stmt)
             self._assign(stmt.targets, stmt.value)
         elif isinstance(stmt, gast.AugAssign):
+            self._check_in_place(stmt)
             value = syntax.binop(syntax.name(stmt.target.id), stmt.op, stmt.value)
             self._assign([stmt.target], value)
         elif isinstance(stmt, gast.AnnAssign):
@@ -83,6 +92,24 @@ class _Normalizer:
         elif not isinstance(stmt, gast.Pass):
             self._emit(stmt)
         return self.out
+
+    def _note_sharing(self, stmt):
+        value = stmt.value
+        elements = value.elts if isinstance(value, (gast.Tuple, gast.List)) else [value]
+        shared = {e.id for e in elements if isinstance(e, gast.Name)}
+        if shared:
+            self.shared |= shared | {n.id for t in stmt.targets for n in gast.walk(t) if isinstance(n, gast.Name)}
+
+    def _check_in_place(self, stmt):
+        """`x += d` updates an array in place; adjoint rebinds `x` instead, which is only the
+        same when no other name holds that array."""
+        name = stmt.target.id
+        if name in self.shared:
+            self.ctx.problem(
+                stmt, f"`{name}` is also reachable through another name here, so an in-place "
+                "update of it would change that too, which adjoint does not do",
+                f"write `{name} = {name} {_OPERATOR_SIGNS.get(type(stmt.op), '+')} ...` to make a new value explicitly",
+            )
 
     def _assign(self, targets, value):
         first, *others = targets

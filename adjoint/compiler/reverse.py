@@ -191,9 +191,11 @@ class _Reverse:
         elif callee.kind == resolve.MISSING:
             self._missing(stmt, call, callee)
         elif callee.method:
+            receiver = syntax.root_name(call.func) in self.varied
             self._unsupported(
-                stmt, call, f"method calls on differentiable values (`{callee.text}(...)`) are not supported yet",
-                f"call the NumPy function instead, e.g. `np.{callee.text.rsplit('.', 1)[-1]}(...)`",
+                stmt, call, f"method calls with differentiable values (`{callee.text}(...)`) are not supported yet",
+                f"call the NumPy function instead, e.g. `np.{callee.text.rsplit('.', 1)[-1]}(...)`" if receiver
+                else "wrap the call in a function and register an @adjoint.rrule for it",
             )
         else:
             self._vjp_call(stmt, target, call, callee)
@@ -230,7 +232,10 @@ class _Reverse:
         try:
             inlined = inline.instantiate(plan, args, keywords, target, self.ctx)
         except inline.BindError as error:
-            self._unsupported(stmt, stmt.value, f"`{text}` {error}", "check the call against its rule")
+            self._unsupported(
+                stmt, stmt.value, f"adjoint's rule for `{text}` {error}",
+                "call it as the rule allows, or register a fuller rule with @adjoint.rrule",
+            )
             return
         self.forward.append(stmt)
         self.forward.extend(anno.copy_origin(stmt, inlined.forward))

@@ -32,11 +32,21 @@ def reshape_rrule(a, shape, order="C"):
     return np.reshape(a, shape, order=order), reshape_pullback
 
 
+@rrule(np.full)
+def full_rrule(shape, fill_value, dtype=None):
+    def full_pullback(g):
+        return (None, adj.unbroadcast(g, fill_value))
+
+    return np.full(shape, fill_value, dtype=dtype), full_pullback
+
+
 # ---- queries, constructors and Python built-ins: no gradient -----------------------------------
+# Only functions whose outputs are constant in every float input belong here (`np.arange(x)`
+# does not: its values move with `x`).
 
 non_differentiable(
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones,
-    np.empty, np.full, np.arange, np.eye, np.identity, np.argmax, np.argmin, np.argsort,
+    np.empty, np.eye, np.identity, np.argmax, np.argmin, np.argsort,
     np.ndarray.shape, np.ndarray.ndim, np.ndarray.size, np.ndarray.dtype,
     builtins.len, builtins.range, builtins.isinstance, builtins.type, builtins.int,
     builtins.bool, builtins.round, builtins.print, builtins.repr, builtins.str,

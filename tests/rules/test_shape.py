@@ -26,7 +26,7 @@ RRULE_CASES = [
 ATTRIBUTE_RULES = [np.ndarray.T]
 
 # The primitives the rule tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [case.values[0] for case in RRULE_CASES] + ATTRIBUTE_RULES
+RRULE_PRIMITIVES = [case.values[0] for case in RRULE_CASES] + ATTRIBUTE_RULES + [np.full]
 
 
 def transpose_2d(x):
@@ -111,3 +111,24 @@ def test_reshape_shape_argument_gets_no_cotangent(rng):
     x_bar, shape_bar = back(np.arange(6.0).reshape(3, 2))
     assert shape_bar is None
     np.testing.assert_array_equal(x_bar, np.arange(6.0).reshape(2, 3))
+
+
+FULL_CASES = [
+    pytest.param((2, 3), 1.5, id="python-float-fill"),
+    pytest.param((2, 3), np.array([0.5, -1.0, 2.0]), id="broadcast-row-fill"),
+    pytest.param((4,), np.array(0.25, dtype=np.float32), id="0d-float32-fill"),
+]
+
+
+@pytest.mark.parametrize("shape, fill", FULL_CASES)
+def test_full_rule_sums_the_cotangent_into_the_fill_value(shape, fill):
+    check_rrule(np.full, shape, fill)
+
+
+def fill_and_scale(x):
+    return np.sum(np.full((3, 2), x) * np.arange(6.0).reshape(3, 2))
+
+
+def test_full_through_compiler_matches_finite_differences():
+    check_grad(fill_and_scale, 0.7)
+    check_grad(fill_and_scale, np.array([1.0, -2.0]))
