@@ -26,6 +26,10 @@ class Context:
     runtime_alias: str = "adj"
     # The function's parameters and assigned names (set by the pipeline after normalizing).
     local_names: set[str] = dataclasses.field(default_factory=set)
+    # What the transform assumed about the function's free names: (name, attributes, object)
+    # for each callee resolved at transform time and each user name inlined rules rely on.
+    # The generated code is valid only while they hold (checked on every call).
+    bindings: set[tuple] = dataclasses.field(default_factory=set)
 
     def __post_init__(self):
         if self.namer is None:
@@ -72,6 +76,11 @@ class Context:
             return namespace[identifier]
         return getattr(builtins, identifier, default)
 
+    def rely_on(self, dotted_name: str, obj) -> None:
+        """Record that the generated code assumes `dotted_name` refers to `obj`."""
+        root, *attributes = dotted_name.split(".")
+        self.bindings.add((root, tuple(attributes), _Identity(obj)))
+
     def inject(self, obj, preferred: str) -> str:
         """A name under which generated code can reach `obj`."""
         for identifier, existing in self.injected.items():
@@ -80,3 +89,18 @@ class Context:
         identifier = self.namer.new(preferred)
         self.injected[identifier] = obj
         return identifier
+
+
+class _Identity:
+    """Wraps an object so bindings compare and hash it by identity."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)

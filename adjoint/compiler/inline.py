@@ -323,6 +323,7 @@ def _reachable_name(global_name: str, obj, ctx: Context) -> str:
     for name in candidates:
         if name not in ctx.local_names and name not in ctx.namer.issued and name != ctx.runtime_alias:
             ctx.namer.reserve(name)
+            ctx.rely_on(name, obj)
             return name
     return ctx.inject(obj, global_name)
 

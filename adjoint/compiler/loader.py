@@ -17,6 +17,7 @@ are seen. The text is registered in `linecache` under `<adjoint NAME #N>`, so tr
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import itertools
 import linecache
@@ -36,10 +37,11 @@ class Compiled:
     text: str  # the generated function alone
     filename: str
     arity: int  # positional parameters of the generated function
+    bindings: tuple = ()  # (name, attributes, object) the code assumes; see `still_valid`
 
 
 def compile_source(
-    text: str, name: str, free_names, alias: str, runtime, injected: dict, arity: int
+    text: str, name: str, free_names, alias: str, runtime, injected: dict, arity: int, bindings=()
 ) -> Compiled:
     """Compile the generated function `text` inside its factories; `alias` names `runtime`."""
     filename = f"<adjoint {name} #{next(_counter)}>"
@@ -57,7 +59,8 @@ def compile_source(
     module_code = compile(module_text, filename, "exec")
     closure_code = _constant(module_code, "__adjoint_closure__")
     factory_code = _constant(closure_code, "__adjoint_factory__")
-    return Compiled(factory_code, parameters, (runtime,) + tuple(injected.values()), text, filename, arity)
+    arguments = (runtime,) + tuple(injected.values())
+    return Compiled(factory_code, parameters, arguments, text, filename, arity, tuple(bindings))
 
 
 def instantiate(compiled: Compiled, fn):
@@ -71,6 +74,33 @@ def instantiate(compiled: Compiled, fn):
     generated.__adjoint_arity__ = compiled.arity
     generated.__adjoint_source__ = compiled.text
     return generated
+
+
+def still_valid(compiled: Compiled, fn) -> bool:
+    """Whether the names the generated code was resolved against still mean the same objects."""
+    namespace = fn.__globals__
+    for root, attributes, expected in compiled.bindings:
+        value = namespace.get(root, _MISSING)
+        if value is _MISSING:
+            value = _free_or_builtin(fn, root)
+        for attribute in attributes:
+            value = getattr(value, attribute, _MISSING)
+        if value is not expected.obj:
+            return False
+    return True
+
+
+def _free_or_builtin(fn, name):
+    code = fn.__code__
+    if name in code.co_freevars:
+        try:
+            return fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:
+            return _MISSING
+    return getattr(builtins, name, _MISSING)
+
+
+_MISSING = object()
 
 
 def _constant(code, name):

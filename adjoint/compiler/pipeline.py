@@ -63,15 +63,15 @@ def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
     code = fn.__code__
     return loader.compile_source(
         text, ctx.function_name, code.co_freevars, ctx.runtime_alias, runtime, ctx.injected,
-        code.co_argcount,
+        code.co_argcount, ctx.bindings,
     )
 
 
 def compiled(fn, wrt: tuple[int, ...]) -> loader.Compiled:
-    """The cached compilation of `fn` for `wrt`."""
+    """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound."""
     key = (fn.__code__, wrt)
     result = _compiled.get(key)
-    if result is None:
+    if result is None or not loader.still_valid(result, fn):
         result = _compiled[key] = compile_function(fn, wrt)
     return result
 
@@ -83,9 +83,14 @@ def forward_function(fn, wrt: tuple[int, ...]):
     except KeyError:
         per_function = _instances[fn] = {}
     generated = per_function.get(wrt)
-    if generated is None or generated.__adjoint_code__ is not fn.__code__:
-        generated = loader.instantiate(compiled(fn, wrt), fn)
+    if (
+        generated is None or generated.__adjoint_code__ is not fn.__code__
+        or not loader.still_valid(generated.__adjoint_compiled__, fn)
+    ):
+        result = compiled(fn, wrt)
+        generated = loader.instantiate(result, fn)
         generated.__adjoint_code__ = fn.__code__
+        generated.__adjoint_compiled__ = result
         per_function[wrt] = generated
     return generated
 

@@ -62,7 +62,10 @@ def _resolve_call(func, ctx, local_names) -> Callee:
         obj = getattr(obj, part, _UNBOUND)
     if obj is _UNBOUND:
         return Callee(DYNAMIC, text)  # NameError or AttributeError at run time, as in Python
-    return classify(obj, text)
+    callee = classify(obj, text)
+    if callee.kind in (RULE, NON_DIFFERENTIABLE):
+        ctx.rely_on(text, obj)  # a rebinding of `text` invalidates the generated code
+    return callee
 
 
 def classify(obj, text: str) -> Callee:

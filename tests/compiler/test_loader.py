@@ -71,3 +71,27 @@ def test_traceback_shows_generated_line():
         adjoint.grad(lambda x: np.sum(f(x, np.ones(5))))(np.ones(3))
     frames = [entry.path for entry in info.traceback]
     assert any(str(p).startswith("<adjoint ") for p in frames)
+
+
+activation = np.tanh
+
+
+def uses_global_activation(x):
+    return np.sum(activation(x))
+
+
+def test_rebinding_a_resolved_global_recompiles_instead_of_mixing_rules(monkeypatch):
+    x = np.array([0.3, -0.7])
+    np.testing.assert_allclose(adjoint.grad(uses_global_activation)(x), 1 - np.tanh(x) ** 2)
+    monkeypatch.setattr(__import__(__name__), "activation", np.sin)
+    np.testing.assert_allclose(adjoint.grad(uses_global_activation)(x), np.cos(x))
+
+
+def test_monkeypatched_numpy_function_is_seen(monkeypatch):
+    def f(x):
+        return np.sum(np.exp(x))
+
+    x = np.array([0.1, 0.2])
+    np.testing.assert_allclose(adjoint.grad(f)(x), np.exp(x))
+    monkeypatch.setattr(np, "exp", np.sin)
+    np.testing.assert_allclose(adjoint.grad(f)(x), np.cos(x))
