@@ -172,6 +172,11 @@ def rrule(*primitives):
 # ---- the one path every entry point takes ------------------------------------------------------
 
 def _pullback(f, args, kwargs, positions):
+    if positions and max(positions) >= len(args):
+        raise AdjointError(
+            f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
+            "positional arguments"
+        )
     wrt = tuple(i for i in positions if _carries_gradient(args[i], i, f))
     rule = registry.lookup(f)
     if rule is not None:
@@ -264,18 +269,14 @@ def _unit(value, f):
 
 
 def _positions(wrt):
-    if isinstance(wrt, int):
-        return (wrt,)
-    if isinstance(wrt, tuple) and all(isinstance(i, int) for i in wrt):
-        return wrt
-    raise AdjointError(f"wrt must be an int or a tuple of ints, not {wrt!r}")
+    positions = (wrt,) if isinstance(wrt, int) else wrt
+    if isinstance(positions, tuple) and all(isinstance(i, int) and i >= 0 for i in positions):
+        return positions
+    raise AdjointError(f"wrt must be a non-negative int or a tuple of them, not {wrt!r}")
 
 
 def _select(cotangents, wrt):
-    try:
-        return cotangents[wrt] if isinstance(wrt, int) else tuple(cotangents[i] for i in wrt)
-    except IndexError:
-        raise AdjointError(f"wrt={wrt!r} names an argument that was not passed") from None
+    return cotangents[wrt] if isinstance(wrt, int) else tuple(cotangents[i] for i in wrt)
 
 
 def _require_python_function(f):

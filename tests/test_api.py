@@ -349,3 +349,22 @@ def test_user_rule_is_used_and_none_means_zero():
     gx, glimit = adjoint.gradient(f, np.array([0.5, 2.0]), 1.0)
     np.testing.assert_allclose(gx, [3.0, 0.0])
     assert glimit == 0.0
+
+
+def test_negative_wrt_is_refused_rather_than_giving_zeros():
+    with pytest.raises(adjoint.AdjointError, match="non-negative"):
+        adjoint.grad(lambda x, y: x * y, wrt=-1)
+
+
+def test_wrt_beyond_the_arguments_passed_is_refused():
+    with pytest.raises(adjoint.AdjointError, match="called with 1 positional"):
+        adjoint.grad(lambda x, y=2.0: x * y, wrt=1)(3.0)
+
+
+def test_numpy_scalar_arguments_keep_their_type():
+    def f(x, y):
+        return x * y * 2.0
+
+    gx, gy = adjoint.gradient(f, np.float32(1.5), np.float64(0.5))
+    assert type(gx) is np.float32 and type(gy) is np.float64
+    assert float(gx) == pytest.approx(1.0) and float(gy) == pytest.approx(3.0)
