@@ -187,16 +187,35 @@ def _pullback(f, args, kwargs, positions):
 
     def back(cotangent):
         cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
-        return tuple(
-            _project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))
-        )
+        projected = [_project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))]
+        return _unshared(projected, cotangent)
 
     return value, back
 
 
+def _unshared(cotangents, seed) -> tuple:
+    """The cotangents, copied where one shares memory with another or with the caller's `seed`
+    (`x + y` hands its cotangent to both), so updating one in place changes nothing else."""
+    seen = [leaf for leaf in _leaves(seed) if isinstance(leaf, np.ndarray)]
+    result = []
+    for cotangent in cotangents:
+        if isinstance(cotangent, np.ndarray):
+            if any(cotangent is s or np.may_share_memory(cotangent, s) for s in seen):
+                cotangent = cotangent.copy()
+            seen.append(cotangent)
+        result.append(cotangent)
+    return tuple(result)
+
+
+def _leaves(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for t in tree for leaf in _leaves(t)]
+    return [tree]
+
+
 def _carries_gradient(arg, index, f) -> bool:
     if runtime.is_differentiable(arg):
-        if np.iscomplexobj(arg):
+        if type(arg) is complex or getattr(arg, "dtype", None) is not None and arg.dtype.kind == "c":
             raise AdjointError(
                 f"argument {index} of {_name(f)} is complex: differentiating complex inputs is "
                 "not supported yet. Split it into real and imaginary parts."
@@ -240,6 +259,11 @@ def _complete(value, cotangent):
 
 def _project(arg, cotangent):
     """`cotangent` as the same kind of value as `arg`: float for float, dtype for arrays."""
+    if (
+        type(cotangent) is np.ndarray and type(arg) is np.ndarray and cotangent.dtype == arg.dtype
+        and cotangent.shape == arg.shape and cotangent.flags.writeable
+    ):
+        return cotangent
     if cotangent is None:
         return runtime.zeros_like(arg)
     if type(arg) is float:

@@ -48,6 +48,8 @@ class Rule:
 
 _RULES: dict[int, tuple[object, Rule]] = {}
 _NON_DIFFERENTIABLE: dict[int, object] = {}
+# Bumped by every registration, so code generated from older rules knows to be regenerated.
+version = 0
 
 
 def _key(primitive) -> int:
@@ -71,8 +73,10 @@ _MISSING = object()
 
 
 def _register(primitive, rule: Rule) -> None:
+    global version
     _RULES[_key(primitive)] = (primitive, rule)
     _NON_DIFFERENTIABLE.pop(_key(primitive), None)
+    version += 1
 
 
 def rrule(*primitives, checked: bool = False):
@@ -214,7 +218,9 @@ def non_differentiable(*primitives):
     >>> is_non_differentiable(bucket)
     True
     """
+    global version
     for primitive in primitives:
         if lookup(primitive) is None:
             _NON_DIFFERENTIABLE[_key(primitive)] = primitive
+    version += 1
     return primitives[0] if primitives else None

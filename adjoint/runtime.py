@@ -28,6 +28,7 @@ __all__ = [
     "dot_rhs_bar",
     "untranspose",
     "unindex",
+    "unpack_bar",
     "vjp",
 ]
 
@@ -173,14 +174,37 @@ def dot_rhs_bar(g, a, b):
 
 def untranspose(g, axes=None):
     """Undo `np.transpose(x, axes)` on a cotangent."""
-    return np.transpose(g) if axes is None else np.transpose(g, np.argsort(axes))
+    return np.transpose(g) if axes is None else np.transpose(g, np.argsort(np.mod(axes, np.ndim(g))))
 
 
 def unindex(g, x, index):
-    """Cotangent of `x` in `x[index]`: `g` scattered into zeros, repeated indices adding up."""
+    """Cotangent of `x` in `x[index]`: `g` scattered into zeros, repeated indices adding up.
+
+    `x` may be a tuple or list (indexed by an int or a slice), whose cotangent is one too.
+    """
+    if type(x) is tuple or type(x) is list:
+        parts = [zeros_like(v) for v in x]
+        positions = range(len(x))[index]
+        if isinstance(positions, int):
+            parts[positions] = g
+        else:
+            for position, part in zip(positions, g):
+                parts[position] = part
+        return type(x)(parts)
     x_bar = np.zeros(np.shape(x), dtype=np.result_type(x, g))
     np.add.at(x_bar, index, g)
     return x_bar
+
+
+def unpack_bar(parts, x):
+    """Cotangent of `x` in `a, b = x`, from the cotangents of the parts (None for zero).
+
+    Unpacking an array iterates its first axis, so the parts stack back into an array.
+    """
+    parts = [zeros_like(v) if p is None else p for p, v in zip(parts, x)]
+    if isinstance(x, np.ndarray):
+        return np.stack(parts).astype(x.dtype, copy=False)
+    return type(x)(parts) if type(x) in (tuple, list) else tuple(parts)
 
 
 # ---- calls into user functions ----------------------------------------------------------------

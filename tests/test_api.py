@@ -368,3 +368,15 @@ def test_numpy_scalar_arguments_keep_their_type():
     gx, gy = adjoint.gradient(f, np.float32(1.5), np.float64(0.5))
     assert type(gx) is np.float32 and type(gy) is np.float64
     assert float(gx) == pytest.approx(1.0) and float(gy) == pytest.approx(3.0)
+
+
+def test_gradients_never_share_memory_with_each_other_or_the_cotangent():
+    def f(x, y):
+        return x + y
+
+    cotangent = np.ones(3)
+    _, back = adjoint.pullback(f, np.zeros(3), np.zeros(3))
+    gx, gy = back(cotangent)
+    gx += 5.0
+    np.testing.assert_array_equal(gy, np.ones(3))
+    np.testing.assert_array_equal(cotangent, np.ones(3))

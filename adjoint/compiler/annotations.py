@@ -23,6 +23,28 @@ VARIED = "varied"
 USEFUL = "useful"
 
 
+# On `x = x + d` written by the user as `x += d`: the user's `AugAssign` statement. Written by
+# `normalize`, read by `inplace`, which checks that the rewrite is faithful.
+IN_PLACE = "in_place"
+
+# On a call in a rule's code: the pure NumPy function it calls (a `Ref`), so `simplify` may
+# evaluate the call when its arguments are constants (`np.where(2 == 0, 1, 2 - 1)` is 1).
+# Written by `inline` when it reads a rule, read by `simplify`.
+FOLDABLE = "foldable"
+
+
+class Ref:
+    """An object held by an annotation, shared (not copied) when nodes are deep-copied."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 def get(node, key, default=None):
     return getattr(node, "_adjoint", {}).get(key, default)
 

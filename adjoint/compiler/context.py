@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import types
 
 import gast
 
+from .. import runtime
 from ..errors import Problem, TransformError
 from .naming import Namer
 from .source import FunctionSource
@@ -80,6 +82,25 @@ class Context:
         """Record that the generated code assumes `dotted_name` refers to `obj`."""
         root, *attributes = dotted_name.split(".")
         self.bindings.add((root, tuple(attributes), _Identity(obj)))
+
+    def reach(self, preferred: str, obj) -> str:
+        """A name generated code can use for `obj`: the runtime alias, the name the user's
+        module (or, for modules, a closure) already binds it to, or a new injected name."""
+        if obj is runtime:
+            return self.runtime_alias
+        user_globals = getattr(self.fn, "__globals__", {})
+        global_value = user_globals.get(preferred, getattr(builtins, preferred, None))
+        candidates = [preferred] if global_value is obj and not self.is_free_variable(preferred) else []
+        if isinstance(obj, types.ModuleType):
+            free_names = getattr(self.fn.__code__, "co_freevars", ())
+            candidates += [name for name in free_names if self.lookup_global(name) is obj]
+            candidates += [name for name, value in user_globals.items() if value is obj]
+        for name in candidates:
+            if name not in self.local_names and name not in self.namer.issued and name != self.runtime_alias:
+                self.namer.reserve(name)
+                self.rely_on(name, obj)
+                return name
+        return self.inject(obj, preferred)
 
     def inject(self, obj, preferred: str) -> str:
         """A name under which generated code can reach `obj`."""

@@ -31,6 +31,7 @@ import textwrap
 import types
 
 import gast
+import numpy as np
 
 from .. import runtime
 from . import annotations as anno
@@ -58,6 +59,7 @@ class Plan:
     results: list  # one expression (or None) per positional input
     local_names: set[str]
     global_objects: dict[str, object]
+    elementwise: bool = False  # every input broadcasts against every other
 
 
 @dataclasses.dataclass
@@ -125,7 +127,10 @@ def _plan_partials(partials) -> Plan:
         ]
     global_objects = _globals_of(partials, node, set(names))
     global_objects[alias] = runtime
-    return Plan(inputs, _defaults(node, inputs), [], ans, cotangent, [], results, set(names), global_objects)
+    return Plan(
+        inputs, _defaults(node, inputs), [], ans, cotangent, [], results, set(names) | {cotangent},
+        global_objects, elementwise=True,
+    )
 
 
 def _plan_rule(rule_fn) -> Plan:
@@ -199,6 +204,8 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
     for call in (n for n in gast.walk(node) if isinstance(n, gast.Call)):
         callee = _evaluate(call.func, namespace)
         anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
+        if isinstance(callee, np.ufunc) or callee is np.where:
+            anno.set_(call, anno.FOLDABLE, anno.Ref(callee))
     return found
 
 
@@ -249,15 +256,18 @@ def _unused(base, node) -> str:
 
 # ---- instantiation at a call site --------------------------------------------------------------
 
-def instantiate(plan: Plan, args: list, keywords: dict, target: str, ctx: Context) -> Inlined:
-    """The rule's forward and pullback for `target = primitive(*args, **keywords)`."""
+def instantiate(plan: Plan, args: list, keywords: dict, target: str, cotangent: str, ctx: Context) -> Inlined:
+    """The rule's forward and pullback for `target = primitive(*args, **keywords)`, with
+    `cotangent` the name of `target`'s cotangent. Every rule name is replaced in one pass, so
+    user names that equal rule names (a variable called `g`) cannot be captured."""
     mapping = _bind(plan, args, keywords)
     if plan.value_name:
         mapping[plan.value_name] = target
-    for local in sorted(plan.local_names - set(mapping) - {plan.cotangent}):
+    mapping[plan.cotangent] = cotangent
+    for local in sorted(plan.local_names - set(mapping)):
         mapping[local] = ctx.namer.new(f"{target}_{local}")
     for global_name, obj in plan.global_objects.items():
-        mapping[global_name] = syntax.name(_reachable_name(global_name, obj, ctx))
+        mapping[global_name] = syntax.name(ctx.reach(global_name, obj))
 
     def fill(node):
         return _tidy(simplify(syntax.substitute(node, mapping)))
@@ -266,11 +276,14 @@ def instantiate(plan: Plan, args: list, keywords: dict, target: str, ctx: Contex
     body = [fill(s) for s in plan.body]
     results = [None if r is None else fill(r) for r in plan.results]
     results = results[: len(args)] + [None] * (len(args) - len(results))
-    return Inlined(forward, body, [_without_needless_unbroadcast(r, i, args, ctx) for i, r in enumerate(results)])
+    if plan.elementwise:
+        results = [_without_needless_unbroadcast(r, i, args, ctx) for i, r in enumerate(results)]
+    return Inlined(forward, body, results)
 
 
 def _without_needless_unbroadcast(result, index, args, ctx):
-    """`adj.unbroadcast(e, x)` is `e` when every other operand is a Python number constant."""
+    """In an elementwise operation, `adj.unbroadcast(e, x)` is `e` when every other operand is
+    a Python number constant: nothing broadcast `x`."""
     others = args[:index] + args[index + 1 :]
     if (
         isinstance(result, gast.Call) and syntax.dotted(result.func) == f"{ctx.runtime_alias}.unbroadcast"
@@ -278,16 +291,6 @@ def _without_needless_unbroadcast(result, index, args, ctx):
     ):
         return result.args[0]
     return result
-
-
-def with_cotangent(inlined: Inlined, plan: Plan, cotangent: str) -> Inlined:
-    """`inlined` with the rule's cotangent parameter renamed to `cotangent`."""
-    mapping = {plan.cotangent: cotangent}
-    return Inlined(
-        inlined.forward,
-        [syntax.substitute(s, mapping) for s in inlined.body],
-        [None if r is None else syntax.substitute(r, mapping) for r in inlined.results],
-    )
 
 
 def _bind(plan, args, keywords) -> dict:
@@ -307,25 +310,6 @@ def _bind(plan, args, keywords) -> dict:
                 raise BindError(f"needs the argument `{param}`")
             mapping[param] = syntax.const(plan.defaults[param])
     return mapping
-
-
-def _reachable_name(global_name: str, obj, ctx: Context) -> str:
-    """A name generated code can use for `obj`: the runtime alias, the user's own, or injected."""
-    if obj is runtime:
-        return ctx.runtime_alias
-    user_globals = getattr(ctx.fn, "__globals__", {})
-    global_value = user_globals.get(global_name, getattr(builtins, global_name, None))
-    candidates = [global_name] if global_value is obj and not ctx.is_free_variable(global_name) else []
-    if isinstance(obj, types.ModuleType):
-        free_names = getattr(ctx.fn.__code__, "co_freevars", ())
-        candidates += [name for name in free_names if ctx.lookup_global(name) is obj]
-        candidates += [name for name, value in user_globals.items() if value is obj]
-    for name in candidates:
-        if name not in ctx.local_names and name not in ctx.namer.issued and name != ctx.runtime_alias:
-            ctx.namer.reserve(name)
-            ctx.rely_on(name, obj)
-            return name
-    return ctx.inject(obj, global_name)
 
 
 class _Tidy(gast.NodeTransformer):

@@ -24,6 +24,8 @@ import linecache
 import textwrap
 import types
 
+from .. import registry
+
 _counter = itertools.count(1)
 
 
@@ -38,6 +40,7 @@ class Compiled:
     filename: str
     arity: int  # positional parameters of the generated function
     bindings: tuple = ()  # (name, attributes, object) the code assumes; see `still_valid`
+    rules_version: int = -1  # `registry.version` when it was generated
 
 
 def compile_source(
@@ -60,7 +63,9 @@ def compile_source(
     closure_code = _constant(module_code, "__adjoint_closure__")
     factory_code = _constant(closure_code, "__adjoint_factory__")
     arguments = (runtime,) + tuple(injected.values())
-    return Compiled(factory_code, parameters, arguments, text, filename, arity, tuple(bindings))
+    return Compiled(
+        factory_code, parameters, arguments, text, filename, arity, tuple(bindings), registry.version
+    )
 
 
 def instantiate(compiled: Compiled, fn):
@@ -77,7 +82,10 @@ def instantiate(compiled: Compiled, fn):
 
 
 def still_valid(compiled: Compiled, fn) -> bool:
-    """Whether the names the generated code was resolved against still mean the same objects."""
+    """Whether the names the generated code was resolved against still mean the same objects,
+    and no rule was registered since."""
+    if compiled.rules_version != registry.version:
+        return False
     namespace = fn.__globals__
     for root, attributes, expected in compiled.bindings:
         value = namespace.get(root, _MISSING)

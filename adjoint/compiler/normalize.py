@@ -19,6 +19,8 @@ After:   h_matmul = x @ W
 
 from __future__ import annotations
 
+import types
+
 import gast
 
 from . import annotations as anno
@@ -30,12 +32,6 @@ _OPERATOR_TAGS = {
     gast.Mod: "mod", gast.Pow: "pow", gast.MatMult: "matmul", gast.USub: "neg", gast.UAdd: "pos",
     gast.Not: "not", gast.Invert: "invert", gast.LShift: "lshift", gast.RShift: "rshift",
     gast.BitAnd: "and", gast.BitOr: "or", gast.BitXor: "xor",
-}
-
-
-_OPERATOR_SIGNS = {
-    gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//", gast.Mod: "%",
-    gast.Pow: "**", gast.MatMult: "@",
 }
 
 
@@ -69,19 +65,17 @@ class _Normalizer:
         self.local_names = local_names
         self.out: list = []
         self.origin = None
-        self.shared: set[str] = set()  # names another name or a tuple/list may also refer to
 
     # ---- statements -------------------------------------------------------------------------
 
     def statement(self, stmt) -> list:
         self.out, self.origin = [], stmt
         if isinstance(stmt, gast.Assign):
-            self._note_sharing(stmt)
             self._assign(stmt.targets, stmt.value)
         elif isinstance(stmt, gast.AugAssign):
-            self._check_in_place(stmt)
             value = syntax.binop(syntax.name(stmt.target.id), stmt.op, stmt.value)
             self._assign([stmt.target], value)
+            anno.set_(self.out[-1], anno.IN_PLACE, stmt)
         elif isinstance(stmt, gast.AnnAssign):
             if stmt.value is not None:
                 self._assign([stmt.target], stmt.value)
@@ -92,24 +86,6 @@ class _Normalizer:
         elif not isinstance(stmt, gast.Pass):
             self._emit(stmt)
         return self.out
-
-    def _note_sharing(self, stmt):
-        value = stmt.value
-        elements = value.elts if isinstance(value, (gast.Tuple, gast.List)) else [value]
-        shared = {e.id for e in elements if isinstance(e, gast.Name)}
-        if shared:
-            self.shared |= shared | {n.id for t in stmt.targets for n in gast.walk(t) if isinstance(n, gast.Name)}
-
-    def _check_in_place(self, stmt):
-        """`x += d` updates an array in place; adjoint rebinds `x` instead, which is only the
-        same when no other name holds that array."""
-        name = stmt.target.id
-        if name in self.shared:
-            self.ctx.problem(
-                stmt, f"`{name}` is also reachable through another name here, so an in-place "
-                "update of it would change that too, which adjoint does not do",
-                f"write `{name} = {name} {_OPERATOR_SIGNS.get(type(stmt.op), '+')} ...` to make a new value explicitly",
-            )
 
     def _assign(self, targets, value):
         first, *others = targets
@@ -216,8 +192,13 @@ class _Normalizer:
         return self.atom(index, hint + "_index")
 
     def _is_global_read(self, expr) -> bool:
+        """`np.pi`: an attribute of a module, which generated code may read at any time. (An
+        attribute of another object, `cfg.scale`, may change: it is read into a temporary.)"""
         root = syntax.root_name(expr)
-        return isinstance(expr, gast.Attribute) and root is not None and root not in self.local_names
+        return (
+            isinstance(expr, gast.Attribute) and root is not None and root not in self.local_names
+            and isinstance(self.ctx.lookup_global(root), types.ModuleType)
+        )
 
 
 def _is_parallel(target, value) -> bool:

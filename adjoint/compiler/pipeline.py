@@ -1,5 +1,5 @@
 """The compiler, start to finish: source -> fence -> normalize -> ssa -> resolve -> activity ->
-reverse -> optimize -> emit -> load.
+inplace -> reverse -> optimize -> emit -> load.
 
 `forward_function(fn, wrt)` returns the generated forward function of `fn` for the parameter
 positions `wrt`; the transform is cached per code object and `wrt`, and instantiated once per
@@ -14,7 +14,7 @@ import sys
 import weakref
 
 from .. import runtime
-from . import activity, emit, fence, loader, normalize, optimize, resolve, reverse, ssa, syntax
+from . import activity, emit, fence, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax
 from .context import Context
 from .source import get_source
 
@@ -26,6 +26,7 @@ PASSES = (
     ("ssa", ssa.transform),
     ("resolve", resolve.transform),
     ("activity", activity.transform),
+    ("inplace", inplace.transform),
     ("reverse", reverse.transform),
     ("optimize", optimize.transform),
 )

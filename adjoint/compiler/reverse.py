@@ -23,6 +23,7 @@ Before:                        After:
 from __future__ import annotations
 
 import operator
+import types
 
 import gast
 
@@ -47,11 +48,11 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 class _Cotangents:
     """Names of cotangents, and which are known to be nonzero at each point of the pullback."""
 
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, numeric: set[str]):
         self.ctx = ctx
         self.names: dict[str, str] = {}
         self.live: set[str] = set()
-        self.structured: set[str] = set()  # values that may be tuples or lists: add with adj.add
+        self.numeric = numeric  # values known to be numbers or arrays: their cotangents add with `+`
 
     def name(self, var: str) -> str:
         if var not in self.names:
@@ -66,9 +67,10 @@ class _Cotangents:
         if var not in self.live:
             self.live.add(var)
             return syntax.assign(bar, expr)
-        if var in self.structured:
-            return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
-        return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Add, expr))
+        if var in self.numeric:
+            return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Add, expr))
+        # A tuple's cotangent is a tuple, which `+` would concatenate.
+        return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
 
 
 class _Reverse:
@@ -76,7 +78,7 @@ class _Reverse:
         self.node, self.ctx = node, ctx
         self.varied = anno.get(node, anno.VARIED)
         self.useful = anno.get(node, anno.USEFUL)
-        self.cot = _Cotangents(ctx)
+        self.cot = _Cotangents(ctx, _numeric_names(node.body))
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
         self.alias = ctx.runtime_alias
@@ -96,7 +98,9 @@ class _Reverse:
             block = emit()
             pullback_body.extend(anno.copy_origin(stmt, block))
         pullback_body.append(syntax.returns(self._parameter_cotangents()))
-        pullback = syntax.function(pullback_name, syntax.positional_args([seed]), pullback_body)
+        captured = self._captured_globals(pullback_body, seed)
+        arguments = syntax.positional_args([seed, *captured], [syntax.name(n) for n in captured])
+        pullback = syntax.function(pullback_name, arguments, pullback_body)
         anno.copy_origin(ret, pullback)
         result = syntax.returns(syntax.tuple_([out, syntax.name(pullback_name)]))
         forward = syntax.function(
@@ -105,6 +109,23 @@ class _Reverse:
         )
         gast.copy_location(forward, self.node)
         return forward
+
+    def _captured_globals(self, pullback_body, seed) -> list[str]:
+        """Module-level names the pullback reads, captured as defaults when it is created, so
+        `back()` uses the values the forward pass used even if they are rebound in between."""
+        fn = self.ctx.fn
+        free = set(getattr(fn.__code__, "co_freevars", ()))
+        read = set().union(*(syntax.load_names(s) for s in pullback_body)) - {seed}
+        read -= {
+            n.id for s in self.forward for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+        }
+        return sorted(
+            name for name in read
+            if (name in fn.__globals__ or name in free) and name not in self.ctx.local_names
+            and name not in self.ctx.injected and name != self.alias
+            and not isinstance(self.ctx.lookup_global(name), types.ModuleType)
+        )
 
     def _parameter_cotangents(self):
         args = self.node.args
@@ -137,17 +158,14 @@ class _Reverse:
     def _unpack(self, stmt, target):
         self.forward.append(stmt)
         source = stmt.value.id
-        self.cot.structured.add(source)
         elements = [e.id for e in target.elts]
 
         def emit():
             if not any(e in self.cot.live for e in elements):
                 return []
-            parts = [
-                self.cot.load(e) if e in self.cot.live else syntax.call(f"{self.alias}.zeros_like", [syntax.name(e)])
-                for e in elements
-            ]
-            return [self.cot.accumulate(source, syntax.tuple_(parts))]
+            parts = [self.cot.load(e) if e in self.cot.live else syntax.const(None) for e in elements]
+            packed = syntax.call(f"{self.alias}.unpack_bar", [syntax.tuple_(parts), syntax.name(source)])
+            return [self.cot.accumulate(source, packed)]
 
         self.adjoints.append((stmt, emit))
 
@@ -171,7 +189,6 @@ class _Reverse:
             self._subscript(stmt, target, value)
         elif isinstance(value, (gast.Tuple, gast.List)):
             self.forward.append(stmt)
-            self.cot.structured.add(target)
             count = len(value.elts)
             self._adjoint(stmt, target, value.elts, lambda bar: ([], [_item(syntax.name(bar), i) for i in range(count)]))
         else:
@@ -230,7 +247,7 @@ class _Reverse:
             self._opaque_rule_call(stmt, target, rule, args, keywords, text)
             return
         try:
-            inlined = inline.instantiate(plan, args, keywords, target, self.ctx)
+            inlined = inline.instantiate(plan, args, keywords, target, self.cot.name(target), self.ctx)
         except inline.BindError as error:
             self._unsupported(
                 stmt, stmt.value, f"adjoint's rule for `{text}` {error}",
@@ -240,11 +257,7 @@ class _Reverse:
         self.forward.append(stmt)
         self.forward.extend(anno.copy_origin(stmt, inlined.forward))
 
-        def make(bar):
-            filled = inline.with_cotangent(inlined, plan, bar)
-            return filled.body, filled.results
-
-        self._adjoint(stmt, target, args, make)
+        self._adjoint(stmt, target, args, lambda bar: (inlined.body, inlined.results))
 
     def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
         rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
@@ -271,13 +284,11 @@ class _Reverse:
             contributions = [_item(syntax.name(bars), i) if i in active else None for i in range(len(args))]
             return [syntax.assign(bars, cotangents)], contributions
 
-        self.cot.structured.add(target)
         self._adjoint(stmt, target, args, make)
 
     def _subscript(self, stmt, target, value):
         self.forward.append(stmt)
-        index = _index_value(value.slice)
-        self.cot.structured.add(value.value.id)
+        index = _index_value(value.slice, self.ctx.reach("slice", slice))
         self._adjoint(
             stmt, target, [value.value],
             lambda bar: ([], [syntax.call(f"{self.alias}.unindex", [syntax.name(bar), value.value, index])]),
@@ -295,6 +306,22 @@ class _Reverse:
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
         self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
+
+
+def _numeric_names(body) -> set[str]:
+    """Names certainly holding numbers or arrays: operands and results of arithmetic and of
+    elementwise rules (a tuple there would have failed in the forward pass)."""
+    numeric = set()
+    for stmt in body:
+        value = getattr(stmt, "value", None)
+        if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
+            continue
+        callee = anno.get(value, anno.CALLEE)
+        elementwise = callee is not None and callee.rule is not None and callee.rule.partials is not None
+        if isinstance(value, (gast.BinOp, gast.UnaryOp)) or (isinstance(value, gast.Call) and elementwise):
+            numeric.add(stmt.targets[0].id)
+            numeric |= syntax.load_names(value) - {syntax.root_name(getattr(value, "func", None))}
+    return numeric
 
 
 def _describe(obj) -> str:
@@ -317,13 +344,13 @@ def _item(value, index):
     return syntax.subscript(value, index)
 
 
-def _index_value(index):
+def _index_value(index, slice_name):
     """An index as an ordinary expression: `1:3` becomes `slice(1, 3, None)`."""
     if isinstance(index, gast.Slice):
         parts = [syntax.const(None) if p is None else p for p in (index.lower, index.upper, index.step)]
-        return syntax.call("slice", parts)
+        return syntax.call(slice_name, parts)
     if isinstance(index, gast.Tuple):
-        return syntax.tuple_([_index_value(e) for e in index.elts])
+        return syntax.tuple_([_index_value(e, slice_name) for e in index.elts])
     return index
 
 

@@ -1,9 +1,10 @@
 """Simplify: the algebra a person does when writing out a derivative by hand.
 
 Applied to rule expressions after their parameters are replaced by the call's atoms:
-`g * 1 -> g`, `g * -1 -> -g`, `g * (1 / b) -> g / b`, `x ** 1 -> x`, arithmetic on two numeric
-constants folded (`2 - 1 -> 1`), `--x -> x`, and `a if True else b -> a`. Nothing here changes
-a value, only how it is written.
+`g * 1 -> g`, `g * -1 -> -g`, `g * (1 / b) -> g / b`, `x ** 1 -> x`, arithmetic and comparisons
+on numeric constants folded (`2 - 1 -> 1`, `2 == 0 -> False`), pure NumPy calls on constants
+evaluated (`np.where(False, 1, 1) -> 1`), `--x -> x`, and `a if True else b -> a`. Nothing
+here changes a value, only how it is written.
 
 Before:  y_bar * (2 * x ** (2 - 1))      After:  y_bar * (2 * x)
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 import operator
 
 import gast
+import numpy as np
 
+from . import annotations as anno
 from . import syntax
 
 _FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul, gast.Pow: operator.pow}
@@ -47,8 +50,25 @@ class _Simplify(gast.NodeTransformer):
             return node.body if node.test.value else node.orelse
         return node
 
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        function = anno.get(node, anno.FOLDABLE)
+        if function is None or node.keywords or not all(isinstance(a, gast.Constant) for a in node.args):
+            return node
+        with np.errstate(all="ignore"):
+            value = function.obj(*(a.value for a in node.args))
+        if np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biuf":
+            return syntax.const(np.asarray(value).item())
+        return node
+
     def visit_Compare(self, node):
         self.generic_visit(node)
+        if (
+            len(node.ops) == 1 and isinstance(node.ops[0], (gast.Eq, gast.NotEq))
+            and _number(node.left) is not None and _number(node.comparators[0]) is not None
+        ):
+            equal = node.left.value == node.comparators[0].value
+            return syntax.const(equal if isinstance(node.ops[0], gast.Eq) else not equal)
         if (
             len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot))
             and isinstance(node.left, gast.Constant) and isinstance(node.comparators[0], gast.Constant)

@@ -115,10 +115,11 @@ def function(fname: str, args: gast.arguments, body: list) -> gast.FunctionDef:
     )
 
 
-def positional_args(names) -> gast.arguments:
+def positional_args(names, defaults=()) -> gast.arguments:
+    """Parameters `names`, the last `len(defaults)` of them with those default values."""
     return gast.arguments(
         args=[store_param(n) for n in names], posonlyargs=[], vararg=None, kwonlyargs=[],
-        kw_defaults=[], kwarg=None, defaults=[],
+        kw_defaults=[], kwarg=None, defaults=list(defaults),
     )
 
 

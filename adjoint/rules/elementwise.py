@@ -51,10 +51,11 @@ def d_mod(ans, a, b):
 
 # ---- powers and roots -------------------------------------------------------------------------
 
-# d/db a ** b = a ** b log(a), taken as 0 where a = 0 (where a ** b is 0 or 1), as JAX does.
+# d/da is 0 where b = 0 (not 0 * a ** -1 = nan at a = 0), as autograd does; d/db = a ** b log(a),
+# taken as 0 where a = 0 (where a ** b is 0 or 1), as JAX does.
 @elementwise(operator.pow, np.power, pow)
 def d_power(ans, a, b):
-    return b * a ** (b - 1), ans * np.log(np.where(a == 0, 1.0, a))
+    return b * a ** np.where(b == 0, 1, b - 1), ans * np.log(np.where(a == 0, 1.0, a))
 
 
 @elementwise(np.sqrt)

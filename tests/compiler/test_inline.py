@@ -95,3 +95,28 @@ def test_user_rule_in_inlinable_shape_is_stitched_with_derived_names():
     assert "f_square = x * x" in text
     assert "x_bar = 3 * f_bar * f_square" in text
     assert adjoint.grad(f)(2.0) == pytest.approx(12.0)
+
+
+
+# ---- regressions found in review ----
+
+RNG = np.random.default_rng(0)
+
+# 1. A user variable named `g` collides with the cotangent parameter of the inlined rules.
+def _uses_g(x, g):
+    return np.sum(x * g)
+
+
+def test_variable_named_g_gets_the_right_gradient():
+    # expected: check passes (d/dx = g); actual: silently wrong, the pullback computes `bar * bar`
+    check_grad(_uses_g, RNG.normal(size=3), RNG.normal(size=3))
+
+
+# 9. np.full(3, x): the unbroadcast back to the fill value is dropped as "needless".
+def _full_with_int_shape(x):
+    return np.sum(np.full(3, x))
+
+
+def test_full_with_an_int_shape():
+    # expected: 3.0; actual: TypeError (a shape-(3,) cotangent for the float x)
+    check_grad(_full_with_int_shape, 1.5)

@@ -95,3 +95,38 @@ def test_monkeypatched_numpy_function_is_seen(monkeypatch):
     np.testing.assert_allclose(adjoint.grad(f)(x), np.exp(x))
     monkeypatch.setattr(np, "exp", np.sin)
     np.testing.assert_allclose(adjoint.grad(f)(x), np.cos(x))
+
+
+
+# ---- regressions found in review ----
+
+RNG = np.random.default_rng(0)
+
+# 12. Re-registering a rule for a primitive does not invalidate functions already transformed.
+def _softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def _uses_softplus(x):
+    return np.sum(_softplus(x))
+
+
+def test_reregistered_rule_is_used():
+    @adjoint.rrule(_softplus)
+    def wrong_rule(x):
+        def softplus_pullback(g):
+            return (g * 100.0,)
+
+        return _softplus(x), softplus_pullback
+
+    adjoint.grad(_uses_softplus)(np.zeros(2))
+
+    @adjoint.rrule(_softplus)
+    def right_rule(x):
+        def softplus_pullback(g):
+            return (g / (1 + np.exp(-x)),)
+
+        return _softplus(x), softplus_pullback
+
+    # expected: [0.5, 0.5] from the new rule; actual: [100, 100] from the replaced one
+    np.testing.assert_allclose(adjoint.grad(_uses_softplus)(np.zeros(2)), [0.5, 0.5])

@@ -2,7 +2,6 @@
 
 import gast
 import numpy as np
-import pytest
 
 from adjoint.compiler import syntax
 from adjoint.compiler.pipeline import lower
@@ -104,27 +103,3 @@ def test_normalized_code_computes_the_same_values():
     node, ctx = lower(rebinding, (0,), until="ssa")
     np.testing.assert_allclose(_run(node, ctx, rebinding, 0.7), rebinding(0.7))
 
-
-def aliased_update(x):
-    y = x
-    x += 1.0
-    return np.sum(y * x)
-
-
-def test_in_place_update_of_a_shared_array_is_refused_with_the_fix():
-    import adjoint
-
-    with pytest.raises(adjoint.TransformError, match=r"write `x = x \+ \.\.\.`"):
-        adjoint.grad(aliased_update)(np.ones(2))
-
-
-def test_in_place_update_of_an_unshared_name_is_a_rebinding():
-    import adjoint
-    from adjoint.testing import check_grad
-
-    def f(x, d):
-        x += d
-        x *= 2.0
-        return np.sum(x ** 2)
-
-    check_grad(f, np.ones(2), np.array([0.5, -1.0]))

@@ -98,3 +98,81 @@ def test_floor_division_carries_no_gradient():
         return x // 1.0 + x
 
     assert adjoint.grad(f)(2.5) == 1.0
+
+
+
+# ---- regressions found in review ----
+
+RNG = np.random.default_rng(0)
+
+# 6. A tuple-valued parameter used twice: its cotangents are added with `+` (concatenated).
+def _layer(p, x):
+    W, b = p
+    return np.tanh(x @ W + b)
+
+
+def _net(p, x):
+    h = _layer(p, x)
+    return _layer(p, h)
+
+
+def _net_loss(W, b, x):
+    return np.sum(_net((W, b), x))
+
+
+def test_tuple_parameter_used_twice():
+    # expected: gradients of both layers summed; actual: silently only the second layer's
+    check_grad(_net_loss, RNG.normal(size=(2, 2)), RNG.normal(size=2), RNG.normal(size=(3, 2)))
+
+
+# 7. Indexing a tuple crashes in adj.unindex (np.zeros(np.shape(tuple))).
+def _index_a_tuple(x, y):
+    t = (x, y)
+    return np.sum(t[0]) * np.sum(t[1])
+
+
+def test_indexing_a_tuple():
+    # expected: gradients (or a located TransformError); actual: numpy ValueError (inhomogeneous shape)
+    check_grad(_index_a_tuple, RNG.normal(size=3), RNG.normal(size=2))
+
+
+# 8. Unpacking an array: its cotangent is a tuple, which `* 2.0` does not accept.
+def _unpack_an_array(x):
+    a, b = x * 2.0
+    return a * b
+
+
+def test_unpacking_an_array():
+    # expected: gradient [4 x1, 4 x0]; actual: TypeError can't multiply sequence by non-int of type 'float'
+    check_grad(_unpack_an_array, np.array([1.0, 2.0]))
+
+
+# 10. A local named `slice` shadows the builtin that the generated pullback calls for `x[0:2]`.
+def _local_named_slice(x):
+    slice = 2.0
+    return np.sum(x[0:2]) * slice
+
+
+def test_local_named_slice():
+    # expected: gradient [2, 2, 0]; actual: TypeError 'float' object is not callable
+    check_grad(_local_named_slice, RNG.normal(size=3))
+
+
+# 11. The pullback reads module globals when back() runs, not the values the forward used.
+SCALE = 2.0
+
+
+def _scaled(x):
+    return np.sum(x * SCALE)
+
+
+def test_pullback_uses_the_globals_of_the_forward_pass():
+    global SCALE
+    value, back = adjoint.pullback(_scaled, np.ones(2))
+    SCALE = 3.0
+    try:
+        (x_bar,) = back(1.0)
+    finally:
+        SCALE = 2.0
+    # expected: [2, 2] (the gradient at the point where value was computed); actual: [3, 3]
+    np.testing.assert_allclose(x_bar, [2.0, 2.0])

@@ -377,3 +377,19 @@ def test_where_condition_gets_none_through_pullback(rng):
     condition_bar, x_bar, y_bar = back(np.ones(3))
     assert condition_bar is None
     np.testing.assert_allclose(x_bar + y_bar, np.ones(3))
+
+
+
+# ---- regressions found in review ----
+
+RNG = np.random.default_rng(0)
+
+# 13. x ** 0 at x = 0: the partial is `0 * x ** -1` = 0 * inf = nan.
+def _power_zero(x):
+    return np.sum(x ** 0)
+
+
+def test_power_zero_at_zero():
+    # expected: gradient 0; actual: nan
+    with np.errstate(all="ignore"):
+        check_grad(_power_zero, np.array([0.0, 1.0]))

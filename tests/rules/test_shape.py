@@ -132,3 +132,18 @@ def fill_and_scale(x):
 def test_full_through_compiler_matches_finite_differences():
     check_grad(fill_and_scale, 0.7)
     check_grad(fill_and_scale, np.array([1.0, -2.0]))
+
+
+
+# ---- regressions found in review ----
+
+RNG = np.random.default_rng(0)
+
+# 2. np.transpose with negative axes: untranspose argsorts the axes as written.
+def _transpose_negative_axes(x, w):
+    return np.sum(np.transpose(x, (-1, 0)) * w)
+
+
+def test_transpose_with_negative_axes():
+    # expected: gradient is w.T; actual: silently w (argsort((-1, 0)) is the identity)
+    check_grad(_transpose_negative_axes, RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2)))
