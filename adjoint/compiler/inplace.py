@@ -44,7 +44,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
                 ctx.problem(
                     update, f"`{update.target.id}` may also be reached through another name or view "
                     "here, and adjoint does not update arrays in place",
-                    f"write `{update.target.id} = {update.target.id} {_sign(update.op)} ...` "
+                    f"write `{update.target.id} = {update.target.id} {syntax.symbol(update.op)} ...` "
                     "to make the new value explicit",
                 )
         elif isinstance(stmt, gast.Expr) and _passes_varied_values(stmt.value, varied):
@@ -96,10 +96,3 @@ def _passes_varied_values(value, varied) -> bool:
     if callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE:
         return False
     return bool(syntax.load_names(value) & varied)
-
-
-def _sign(op) -> str:
-    return {
-        gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
-        gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@",
-    }.get(type(op), "+")

@@ -176,7 +176,7 @@ class _Reverse:
         elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
             primitive = _OPERATORS.get(type(value.op))
             operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
-            self._rule_call(stmt, target, registry.lookup(primitive), operands, {}, _op_text(value))
+            self._rule_call(stmt, target, registry.lookup(primitive), operands, {}, syntax.symbol(value.op))
         elif isinstance(value, gast.Call):
             self._call(stmt, target, value)
         elif isinstance(value, gast.Attribute):
@@ -352,13 +352,6 @@ def _index_value(index, slice_name):
     if isinstance(index, gast.Tuple):
         return syntax.tuple_([_index_value(e, slice_name) for e in index.elts])
     return index
-
-
-def _op_text(value) -> str:
-    return {
-        gast.BitAnd: "&", gast.BitOr: "|", gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>",
-        gast.Invert: "~", gast.Not: "not",
-    }.get(type(value.op), type(value.op).__name__)
 
 
 def _plain_arguments(args: gast.arguments) -> gast.arguments:

@@ -15,6 +15,18 @@ import gast
 LOAD, STORE = gast.Load, gast.Store
 
 
+_SYMBOLS = {
+    gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//", gast.Mod: "%",
+    gast.Pow: "**", gast.MatMult: "@", gast.LShift: "<<", gast.RShift: ">>", gast.BitAnd: "&",
+    gast.BitOr: "|", gast.BitXor: "^", gast.USub: "-", gast.UAdd: "+", gast.Invert: "~", gast.Not: "not",
+}
+
+
+def symbol(op) -> str:
+    """How operator node `op` is written: `+` for `gast.Add()`."""
+    return _SYMBOLS[type(op)]
+
+
 def parse(text: str) -> gast.Module:
     """Parse Python source into a gast module."""
     return gast.parse(text)
