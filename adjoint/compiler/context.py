@@ -66,22 +66,13 @@ class Context:
 
     def lookup_global(self, identifier: str, default=None):
         """What a free name of the function refers to now: closure cell, global or builtin."""
-        code = getattr(self.fn, "__code__", None)
-        if code is not None and identifier in code.co_freevars:
-            cell = self.fn.__closure__[code.co_freevars.index(identifier)]
-            try:
-                return cell.cell_contents
-            except ValueError:
-                return default
-        namespace = getattr(self.fn, "__globals__", {})
-        if identifier in namespace:
-            return namespace[identifier]
-        return getattr(builtins, identifier, default)
+        return free_name(self.fn, identifier, default)
 
-    def rely_on(self, dotted_name: str, obj) -> None:
-        """Record that the generated code assumes `dotted_name` refers to `obj`."""
+    def rely_on(self, dotted_name: str, obj, owner=None) -> None:
+        """Record that the generated code assumes `dotted_name` refers to `obj`, in the
+        differentiated function (or in `owner`, a rule whose free names were inlined)."""
         root, *attributes = dotted_name.split(".")
-        self.bindings.add((root, tuple(attributes), _Identity(obj)))
+        self.bindings.add((_Identity(owner), root, tuple(attributes), _Identity(obj)))
 
     def reach(self, preferred: str, obj) -> str:
         """A name generated code can use for `obj`: the runtime alias, the name the user's
@@ -110,6 +101,20 @@ class Context:
         identifier = self.namer.new(preferred)
         self.injected[identifier] = obj
         return identifier
+
+
+def free_name(fn, name: str, default=None):
+    """What free name `name` means in function `fn` now, in Python's order: closure cell,
+    global, builtin."""
+    code = fn.__code__
+    if name in code.co_freevars:
+        try:
+            return fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:  # an empty cell
+            return default
+    if name in fn.__globals__:
+        return fn.__globals__[name]
+    return getattr(builtins, name, default)
 
 
 class _Identity:

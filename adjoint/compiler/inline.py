@@ -36,7 +36,7 @@ import numpy as np
 from .. import runtime
 from . import annotations as anno
 from . import syntax
-from .context import Context
+from .context import Context, free_name
 from .simplify import simplify
 
 _DEFAULTS = "call_defaults"  # annotation: a rule's call -> {keyword: default} of its callee
@@ -58,8 +58,11 @@ class Plan:
     body: list  # pullback statements before its final return
     results: list  # one expression (or None) per positional input
     local_names: set[str]
-    global_objects: dict[str, object]
+    global_objects: dict[str, object]  # the rule's free names, as they were when planned
+    source: object = None  # the function the plan was read from (its namespace is live)
     elementwise: bool = False  # every input broadcasts against every other
+    keyword_only: list[str] = dataclasses.field(default_factory=list)
+    runtime_alias: str | None = None  # a name the plan's own code uses for adjoint's runtime
 
 
 @dataclasses.dataclass
@@ -75,18 +78,29 @@ _plans: dict[int, Plan | None] = {}
 
 
 def plan_for(rule) -> Plan | None:
-    """The inlining plan of a registered rule, or None if it is not in an inlinable shape."""
+    """The inlining plan of a registered rule, or None if it is not in an inlinable shape.
+
+    Plans are cached, and read again when a free name of the rule has been rebound.
+    """
     key = id(rule)
-    if key not in _plans:
+    plan = _plans.get(key, _UNPLANNED)
+    if plan is _UNPLANNED or (plan is not None and not _still_current(plan)):
         try:
             if rule.partials is not None:
                 plan = _plan_partials(rule.partials)
             else:
-                plan = _plan_rule(rule.definition)
+                plan = _plan_rule(rule.definition, checked=rule.rrule is not rule.definition)
         except (_NotInlinable, OSError, TypeError):
             plan = None
         _plans[key] = plan
-    return _plans[key]
+    return plan
+
+
+_UNPLANNED = object()
+
+
+def _still_current(plan) -> bool:
+    return all(free_name(plan.source, name) is obj for name, obj in plan.global_objects.items())
 
 
 class _NotInlinable(Exception):
@@ -125,15 +139,15 @@ def _plan_partials(partials) -> Plan:
             None if _is_none(e) else syntax.call(f"{alias}.unbroadcast", [_times(cotangent, e), syntax.name(x)])
             for e, x in zip(ret.value.elts, inputs)
         ]
-    global_objects = _globals_of(partials, node, set(names))
-    global_objects[alias] = runtime
     return Plan(
         inputs, _defaults(node, inputs), [], ans, cotangent, [], results, set(names) | {cotangent},
-        global_objects, elementwise=True,
+        _globals_of(partials, node, set(names)), partials, elementwise=True, runtime_alias=alias,
     )
 
 
-def _plan_rule(rule_fn) -> Plan:
+def _plan_rule(rule_fn, checked: bool) -> Plan:
+    """Plan a full rule; `checked` rules (users') must not return `None` where it is not
+    written literally, since inlined code cannot turn a runtime `None` into zeros."""
     node = _definition(rule_fn)
     args = node.args
     if args.vararg or args.kwarg or args.posonlyargs:
@@ -149,17 +163,37 @@ def _plan_rule(rule_fn) -> Plan:
     *body, final = pullback.body
     if not isinstance(final, gast.Return) or not all(_assigns_one_name(s) for s in body):
         raise _NotInlinable
+    params = [a.id for a in args.args + args.kwonlyargs]
+    assigned = {s.targets[0].id: s.value for s in pre + body}
+    if set(assigned) & set(params) or len(assigned) != len(pre) + len(body):
+        raise _NotInlinable  # a parameter or local is rebound
     results = final.value.elts if isinstance(final.value, gast.Tuple) else [final.value]
+    results = [None if _is_none(assigned.get(syntax.dotted(r), r)) else r for r in results]
     value_name = value.id if isinstance(value, gast.Name) else None
     pre = [s for s in pre if s.targets[0].id != value_name]
-    params = [a.id for a in args.args + args.kwonlyargs]
-    local_names = set(params) | {pullback.name, pullback.args.args[0].id}
-    local_names |= {s.targets[0].id for s in node.body[:-2] + body}
+    local_names = set(params) | {pullback.name, pullback.args.args[0].id} | set(assigned)
+    global_objects = _globals_of(rule_fn, node, local_names)
+    if checked and not all(r is None or _never_none(r, assigned, global_objects) for r in results):
+        raise _NotInlinable
     return Plan(
         [a.id for a in args.args], _defaults(node, params), pre, value_name,
-        pullback.args.args[0].id, body, [None if _is_none(r) else r for r in results],
-        local_names, _globals_of(rule_fn, node, local_names),
+        pullback.args.args[0].id, body, results, local_names, global_objects, rule_fn,
+        keyword_only=[a.id for a in args.kwonlyargs],
     )
+
+
+def _never_none(expr, assigned, global_objects) -> bool:
+    """Whether `expr` certainly evaluates to a value: arithmetic, or NumPy and runtime calls."""
+    if isinstance(expr, gast.Constant):
+        return expr.value is not None
+    if isinstance(expr, (gast.BinOp, gast.UnaryOp, gast.Compare)):
+        return True
+    if isinstance(expr, gast.Name) and expr.id in assigned:
+        return _never_none(assigned[expr.id], assigned, global_objects)
+    if isinstance(expr, gast.Call) and syntax.dotted(expr.func):
+        root = global_objects.get(syntax.root_name(expr.func))
+        return root is np or root is runtime
+    return False
 
 
 def _pair(value):
@@ -200,7 +234,7 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
     for name in syntax.load_names(node) - local_names:
         if name not in namespace:
             raise _NotInlinable
-        found[name] = namespace[name]
+        found[name] = free_name(fn, name)
     for call in (n for n in gast.walk(node) if isinstance(n, gast.Call)):
         callee = _evaluate(call.func, namespace)
         anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
@@ -266,8 +300,12 @@ def instantiate(plan: Plan, args: list, keywords: dict, target: str, cotangent: 
     mapping[plan.cotangent] = cotangent
     for local in sorted(plan.local_names - set(mapping)):
         mapping[local] = ctx.namer.new(f"{target}_{local}")
+    if plan.runtime_alias:
+        mapping[plan.runtime_alias] = syntax.name(ctx.runtime_alias)
     for global_name, obj in plan.global_objects.items():
         mapping[global_name] = syntax.name(ctx.reach(global_name, obj))
+        if plan.source is not None and obj is not runtime:
+            ctx.rely_on(global_name, obj, owner=plan.source)  # rebinding it in the rule's module
 
     def fill(node):
         return _tidy(simplify(syntax.substitute(node, mapping)))
@@ -301,10 +339,10 @@ def _bind(plan, args, keywords) -> dict:
     for key, value in keywords.items():
         if key in mapping:
             raise BindError(f"got `{key}` twice")
-        if key not in plan.defaults and key not in plan.params:
+        if key not in plan.defaults and key not in plan.params and key not in plan.keyword_only:
             raise BindError(f"does not support the keyword argument `{key}=`")
         mapping[key] = value
-    for param in plan.params + list(plan.defaults):
+    for param in plan.params + plan.keyword_only + list(plan.defaults):
         if param not in mapping:
             if param not in plan.defaults:
                 raise BindError(f"needs the argument `{param}`")

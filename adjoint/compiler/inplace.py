@@ -2,14 +2,14 @@
 
 Assumes: a normalized, SSA, resolved function with activity annotations.
 Guarantees: reports a problem for
-- `x += d` (rewritten as `x = x + d` by `normalize`, never mutating) where the array `x` may
-  also be reached another way: `x` is a copy of another name, a view (`v[0:2]`, `v.T`, a
-  reshape), a part of something unpacked, or the result of a call that may return its input;
-  or `x` itself was copied, put in a tuple or list, viewed, or passed to a function. In plain
-  Python those other references would see the update; in adjoint's code they would not.
-- an expression statement passing a differentiable value to anything but a non-differentiable
-  function (`np.maximum(h, 0, out=h)`, `h.fill(0)`, `record(h)`): a call made for its effect,
-  which may update that value in place.
+- `x += d` (rewritten as `x = x + d` by `normalize`, never mutating) unless `x` is an array
+  only this name refers to: refused when `x` is a parameter (the caller's array, which plain
+  Python would update), a copy of another name, a view (`v[0:2]`, `v.T`, a reshape), a part of
+  something unpacked, or the result of a call that may return its input; or when `x` itself
+  was copied, put in a tuple or list, viewed, or passed to a function that may keep it;
+- a call writing into an `out=` array when differentiable values are involved;
+- a call made for its effect (its result unused) that is passed a differentiable value and is
+  not a non-differentiable function (`h.fill(0)`, `record(h)`): it may update that value.
 
 Before:  y = x[0:2]; y += 1.0       After: TransformError at `y += 1.0`
 """
@@ -23,37 +23,49 @@ from . import annotations as anno
 from . import resolve, syntax
 from .context import Context
 
-# Primitives whose result may share memory with their first argument.
+# NumPy primitives whose result may share memory with their first argument.
 _VIEWS = {id(f) for f in (np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
                           np.moveaxis, np.broadcast_to, np.asarray, np.asanyarray, np.diagonal,
                           np.real, np.imag, np.ndarray.T, np.atleast_1d, np.atleast_2d, np.atleast_3d)}
+_FRESH_MODULES = {"numpy", "math", "builtins", "operator", "_operator"}
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Report in-place updates and effect-only calls that cannot be differentiated faithfully."""
     varied = anno.get(node, anno.VARIED)
+    useful = anno.get(node, anno.USEFUL)
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     definitions = {t: stmt for stmt in node.body if isinstance(stmt, gast.Assign) for t in _stored(stmt)}
     shared = set().union(*(_aliased_by(stmt) for stmt in node.body))
     for stmt in node.body:
         update = anno.get(stmt, anno.IN_PLACE)
+        value = getattr(stmt, "value", None)
         if update is not None:
-            updated = stmt.value.left.id
-            fresh = updated in params or _is_fresh(definitions.get(updated))
-            if updated in shared or not fresh:
-                ctx.problem(
-                    update, f"`{update.target.id}` may also be reached through another name or view "
-                    "here, and adjoint does not update arrays in place",
-                    f"write `{update.target.id} = {update.target.id} {syntax.symbol(update.op)} ...` "
-                    "to make the new value explicit",
-                )
-        elif isinstance(stmt, gast.Expr) and _passes_varied_values(stmt.value, varied):
+            _check_update(update, stmt.value.left.id, params, shared, definitions, ctx)
+        elif isinstance(value, gast.Call) and _writes_out(value, varied):
+            ctx.problem(value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
+                        "assign the result to a name instead")
+        elif isinstance(value, gast.Call) and _only_for_effect(stmt, useful) and _passes_varied(value, varied):
             ctx.problem(
-                stmt.value, "this call is made for its effect on a differentiable value, which "
+                value, "this call is made for its effect on a differentiable value, which "
                 "adjoint cannot differentiate",
-                "assign its result instead, or mark the function @adjoint.non_differentiable",
+                "use its result, or mark the function @adjoint.non_differentiable",
             )
     return node
+
+
+def _check_update(update, updated, params, shared, definitions, ctx):
+    name, sign = update.target.id, syntax.symbol(update.op)
+    if updated in params:
+        reason = f"`{name}` is a parameter: in plain Python `{name} {sign}= ...` would update the caller's array"
+    elif updated in shared or not _is_fresh(definitions.get(updated)):
+        reason = f"`{name}` may also be reached through another name or view here"
+    else:
+        return
+    ctx.problem(
+        update, f"{reason}, and adjoint does not update arrays in place",
+        f"write `{name} = {name} {sign} ...` to make the new value explicit",
+    )
 
 
 def _stored(stmt):
@@ -67,11 +79,15 @@ def _is_fresh(definition) -> bool:
     value = definition.value
     if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)):
         return True
-    callee = anno.get(value, anno.CALLEE)
-    return (
-        isinstance(value, gast.Call) and callee is not None
-        and callee.kind in (resolve.RULE, resolve.NON_DIFFERENTIABLE) and id(callee.obj) not in _VIEWS
-    )
+    return isinstance(value, gast.Call) and _returns_new_array(anno.get(value, anno.CALLEE))
+
+
+def _returns_new_array(callee) -> bool:
+    """A NumPy or built-in primitive known not to return a view of its input."""
+    if callee is None or callee.kind not in (resolve.RULE, resolve.NON_DIFFERENTIABLE):
+        return False
+    module = (getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or "").split(".")[0]
+    return module in _FRESH_MODULES and id(callee.obj) not in _VIEWS
 
 
 def _aliased_by(stmt) -> set[str]:
@@ -82,17 +98,29 @@ def _aliased_by(stmt) -> set[str]:
     if isinstance(value, (gast.Tuple, gast.List)):
         return {e.id for e in value.elts if isinstance(e, gast.Name)}
     if isinstance(value, (gast.Subscript, gast.Attribute)) and isinstance(value.value, gast.Name):
-        return {value.value.id}
-    callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
-    if callee is not None and (callee.kind not in (resolve.RULE, resolve.NON_DIFFERENTIABLE) or id(callee.obj) in _VIEWS):
-        return {a.id for a in value.args if isinstance(a, gast.Name)}
+        callee = anno.get(value, anno.CALLEE)
+        queried = callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE  # x.shape
+        return set() if queried else {value.value.id}
+    if isinstance(value, gast.Call) and not _returns_new_array(anno.get(value, anno.CALLEE)):
+        return {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
     return set()
 
 
-def _passes_varied_values(value, varied) -> bool:
-    if not isinstance(value, gast.Call):
-        return False
-    callee = anno.get(value, anno.CALLEE)
+def _writes_out(call, varied) -> bool:
+    out = [k.value for k in call.keywords if k.arg == "out"]
+    return bool(out) and bool(syntax.load_names(call) & varied)
+
+
+def _only_for_effect(stmt, useful) -> bool:
+    if isinstance(stmt, gast.Expr):
+        return True
+    return isinstance(stmt, gast.Assign) and not set(_stored(stmt)) & useful
+
+
+def _passes_varied(call, varied) -> bool:
+    callee = anno.get(call, anno.CALLEE)
     if callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE:
         return False
-    return bool(syntax.load_names(value) & varied)
+    if callee is not None and callee.kind == resolve.RULE and _returns_new_array(callee):
+        return False  # a pure NumPy function whose result is simply unused
+    return bool(syntax.load_names(call) & varied)

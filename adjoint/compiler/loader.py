@@ -17,7 +17,6 @@ are seen. The text is registered in `linecache` under `<adjoint NAME #N>`, so tr
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import itertools
 import linecache
@@ -25,6 +24,7 @@ import textwrap
 import types
 
 from .. import registry
+from .context import free_name
 
 _counter = itertools.count(1)
 
@@ -86,26 +86,13 @@ def still_valid(compiled: Compiled, fn) -> bool:
     and no rule was registered since."""
     if compiled.rules_version != registry.version:
         return False
-    namespace = fn.__globals__
-    for root, attributes, expected in compiled.bindings:
-        value = namespace.get(root, _MISSING)
-        if value is _MISSING:
-            value = _free_or_builtin(fn, root)
+    for owner, root, attributes, expected in compiled.bindings:
+        value = free_name(owner.obj or fn, root, _MISSING)
         for attribute in attributes:
             value = getattr(value, attribute, _MISSING)
         if value is not expected.obj:
             return False
     return True
-
-
-def _free_or_builtin(fn, name):
-    code = fn.__code__
-    if name in code.co_freevars:
-        try:
-            return fn.__closure__[code.co_freevars.index(name)].cell_contents
-        except ValueError:
-            return _MISSING
-    return getattr(builtins, name, _MISSING)
 
 
 _MISSING = object()

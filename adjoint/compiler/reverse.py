@@ -78,7 +78,8 @@ class _Reverse:
         self.node, self.ctx = node, ctx
         self.varied = anno.get(node, anno.VARIED)
         self.useful = anno.get(node, anno.USEFUL)
-        self.cot = _Cotangents(ctx, _numeric_names(node.body))
+        self.sequences = _sequence_names(node.body)
+        self.cot = _Cotangents(ctx, _numeric_names(node.body) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
         self.alias = ctx.runtime_alias
@@ -176,6 +177,12 @@ class _Reverse:
         elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
             primitive = _OPERATORS.get(type(value.op))
             operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
+            if any(_is_sequence(o, self.sequences) for o in operands):
+                self._unsupported(
+                    stmt, value, f"`{syntax.symbol(value.op)}` on a tuple or list (concatenation, "
+                    "repetition) is not supported yet", "build the tuple or list you need directly",
+                )
+                return
             self._rule_call(stmt, target, registry.lookup(primitive), operands, {}, syntax.symbol(value.op))
         elif isinstance(value, gast.Call):
             self._call(stmt, target, value)
@@ -306,6 +313,24 @@ class _Reverse:
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
         self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
+
+
+def _sequence_names(body) -> set[str]:
+    """Names certainly holding tuples or lists: displays, and `+`/`*` results involving them."""
+    sequences = set()
+    for stmt in body:
+        value = getattr(stmt, "value", None)
+        if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
+            continue
+        if isinstance(value, (gast.Tuple, gast.List)) and not syntax.is_atom(value):
+            sequences.add(stmt.targets[0].id)
+        elif isinstance(value, gast.BinOp) and any(_is_sequence(o, sequences) for o in (value.left, value.right)):
+            sequences.add(stmt.targets[0].id)
+    return sequences
+
+
+def _is_sequence(operand, sequences) -> bool:
+    return isinstance(operand, (gast.Tuple, gast.List)) or (isinstance(operand, gast.Name) and operand.id in sequences)
 
 
 def _numeric_names(body) -> set[str]:

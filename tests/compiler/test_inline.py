@@ -120,3 +120,108 @@ def _full_with_int_shape(x):
 def test_full_with_an_int_shape():
     # expected: 3.0; actual: TypeError (a shape-(3,) cotangent for the float x)
     check_grad(_full_with_int_shape, 1.5)
+
+
+X = np.array([0.3, 0.7, -0.4])
+
+
+# 7. An inlined user rule whose pullback returns a *variable* holding None crashes (TypeError).
+def _mul_by_sign(v, s):
+    return v * np.sign(s)
+
+
+@adjoint.rrule(_mul_by_sign)
+def _mul_by_sign_rrule(v, s):
+    def _mul_by_sign_pullback(g):
+        ds = None
+        return g * np.sign(s), ds
+
+    return _mul_by_sign(v, s), _mul_by_sign_pullback
+
+
+def _uses_sign_rule(x):
+    s = np.sum(x)
+    y = _mul_by_sign(x, s)
+    return np.sum(y) + s
+
+
+def test_inlined_user_rule_returning_none_variable():
+    # expected: None read as zero (as the opaque path does); actual: TypeError float + NoneType
+    check_grad(_uses_sign_rule, X)
+
+# 8. A user rule with a required keyword-only parameter is refused at every call.
+def _weighted_sum(v, *, w):
+    return np.sum(v) * w
+
+
+@adjoint.rrule(_weighted_sum)
+def _weighted_sum_rrule(v, *, w):
+    def _weighted_sum_pullback(g):
+        return (g * w * np.ones_like(v),)
+
+    return _weighted_sum(v, w=w), _weighted_sum_pullback
+
+
+def _uses_keyword_only_rule(x):
+    return _weighted_sum(x, w=3.0)
+
+
+def test_user_rule_with_required_keyword_only_parameter():
+    # expected: gradient 3.0; actual: TransformError "does not support the keyword argument `w=`"
+    check_grad(_uses_keyword_only_rule, X)
+
+# 9. Inlining snapshots a rule's globals once (inline.plan_for cache): rebinding them leaves the
+#    pullback on the old value while the forward uses the new one.
+_SCALE = 1.5
+
+
+def _scaled(v):
+    return v * _SCALE
+
+
+@adjoint.rrule(_scaled)
+def _scaled_rrule(v):
+    def _scaled_pullback(g):
+        return (g * _SCALE,)
+
+    return _scaled(v), _scaled_pullback
+
+
+def _uses_scaled(x):
+    return np.sum(_scaled(x))
+
+
+def test_inlined_rule_global_rebound():
+    # expected: gradient 4.0 after `_SCALE = 4.0`; actual: 1.5 (the value when first inlined)
+    global _SCALE
+    check_grad(_uses_scaled, X)
+    _SCALE = 4.0
+    try:
+        check_grad(_uses_scaled, X)
+    finally:
+        _SCALE = 1.5
+
+# 10. A user rule that rebinds one of its parameters before the pullback crashes inlining.
+def _centered_exp(v):
+    return np.exp(v - np.max(v))
+
+
+@adjoint.rrule(_centered_exp)
+def _centered_exp_rrule(v):
+    v = v - np.max(v)
+    ans = np.exp(v)
+
+    def _centered_exp_pullback(g):
+        return (g * ans - np.sum(g * ans) * (v == 0) / np.sum(v == 0),)
+
+    return ans, _centered_exp_pullback
+
+
+def _uses_centered_exp(x):
+    return np.sum(_centered_exp(x) * x)
+
+
+def test_user_rule_rebinding_a_parameter_is_called_not_inlined():
+    # inlining it crashed with "cannot store into the expression substituted for v"
+    check_grad(_uses_centered_exp, X)
+    assert "= centered_exp_rrule(x)" in adjoint.source(_uses_centered_exp)
