@@ -29,7 +29,7 @@ import gast
 
 from .. import registry
 from . import annotations as anno
-from . import inline, resolve, syntax
+from . import inline, kinds, resolve, syntax
 from .activity import targets
 from .context import Context
 
@@ -78,8 +78,8 @@ class _Reverse:
         self.node, self.ctx = node, ctx
         self.varied = anno.get(node, anno.VARIED)
         self.useful = anno.get(node, anno.USEFUL)
-        self.sequences = _sequence_names(node.body)
-        self.cot = _Cotangents(ctx, _numeric_names(node.body) - self.sequences)
+        self.sequences = kinds.sequence_names(node.body)
+        self.cot = _Cotangents(ctx, kinds.numeric_names(node.body) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
         self.alias = ctx.runtime_alias
@@ -177,7 +177,7 @@ class _Reverse:
         elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
             primitive = _OPERATORS.get(type(value.op))
             operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
-            if any(_is_sequence(o, self.sequences) for o in operands):
+            if any(kinds.is_sequence(o, self.sequences) for o in operands):
                 self._unsupported(
                     stmt, value, f"`{syntax.symbol(value.op)}` on a tuple or list (concatenation, "
                     "repetition) is not supported yet", "build the tuple or list you need directly",
@@ -313,40 +313,6 @@ class _Reverse:
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
         self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
-
-
-def _sequence_names(body) -> set[str]:
-    """Names certainly holding tuples or lists: displays, and `+`/`*` results involving them."""
-    sequences = set()
-    for stmt in body:
-        value = getattr(stmt, "value", None)
-        if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
-            continue
-        if isinstance(value, (gast.Tuple, gast.List)) and not syntax.is_atom(value):
-            sequences.add(stmt.targets[0].id)
-        elif isinstance(value, gast.BinOp) and any(_is_sequence(o, sequences) for o in (value.left, value.right)):
-            sequences.add(stmt.targets[0].id)
-    return sequences
-
-
-def _is_sequence(operand, sequences) -> bool:
-    return isinstance(operand, (gast.Tuple, gast.List)) or (isinstance(operand, gast.Name) and operand.id in sequences)
-
-
-def _numeric_names(body) -> set[str]:
-    """Names certainly holding numbers or arrays: operands and results of arithmetic and of
-    elementwise rules (a tuple there would have failed in the forward pass)."""
-    numeric = set()
-    for stmt in body:
-        value = getattr(stmt, "value", None)
-        if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
-            continue
-        callee = anno.get(value, anno.CALLEE)
-        elementwise = callee is not None and callee.rule is not None and callee.rule.partials is not None
-        if isinstance(value, (gast.BinOp, gast.UnaryOp)) or (isinstance(value, gast.Call) and elementwise):
-            numeric.add(stmt.targets[0].id)
-            numeric |= syntax.load_names(value) - {syntax.root_name(getattr(value, "func", None))}
-    return numeric
 
 
 def _describe(obj) -> str:
