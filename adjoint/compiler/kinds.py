@@ -34,8 +34,9 @@ def is_sequence(operand, sequences) -> bool:
 
 
 def numeric_names(body) -> set[str]:
-    """Names certainly holding numbers or arrays: operands and results of arithmetic and of
-    elementwise rules (a tuple there would have failed in the forward pass)."""
+    """Names taken to hold numbers or arrays: operands and results of arithmetic and of
+    elementwise rules. A known sequence is excluded by the caller (and its arithmetic refused);
+    a tuple returned by a user function and then repeated (`t * 2`) is not detected yet."""
     numeric = set()
     for stmt in body:
         value = getattr(stmt, "value", None)
