@@ -28,7 +28,6 @@ import builtins
 import dataclasses
 import inspect
 import textwrap
-import types
 
 import gast
 import numpy as np
