@@ -1,7 +1,6 @@
 """Functions imported by the tests, to differentiate calls across modules."""
 
 
-
 def affine(x, W, b):
     return x @ W + b
 
