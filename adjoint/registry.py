@@ -169,8 +169,16 @@ def elementwise(*primitives):
 
 
 def _elementwise_rrule(primitive, partials):
+    name = getattr(primitive, "__name__", "elementwise")
+    arity = partials.__code__.co_argcount - 1  # the inputs, after `ans`
+
     def rule(*inputs, **kwargs):
-        ans = primitive(*inputs, **kwargs)
+        if len(inputs) > arity or kwargs:
+            raise runtime.RuleError(
+                f"adjoint's rule for {name} takes {arity} positional argument{'s' if arity != 1 else ''} "
+                f"and no keywords; it was called with {len(inputs)} and {sorted(kwargs) or 'none'}"
+            )
+        ans = primitive(*inputs)
 
         def pullback(g):
             differentiable = [runtime.is_differentiable(x) for x in inputs]
@@ -189,7 +197,7 @@ def _elementwise_rrule(primitive, partials):
 
         return ans, pullback
 
-    return _renamed(rule, getattr(primitive, "__name__", "elementwise"))
+    return _renamed(rule, name)
 
 
 def _renamed(rule, name):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import AdjointError
+
 __all__ = [
     "RuleError",
     "is_differentiable",
@@ -33,7 +35,7 @@ __all__ = [
 ]
 
 
-class RuleError(Exception):
+class RuleError(AdjointError):
     """A rule or a runtime helper was used against its contract."""
 
 
@@ -85,8 +87,10 @@ def unbroadcast(g, x):
     if np.shape(g) != shape:
         g = np.asarray(g)
         extra = g.ndim - len(shape)
-        if extra:
+        if extra > 0:
             g = g.sum(axis=tuple(range(extra)))
+        elif extra < 0:  # `x` had leading axes of size 1 that the operation dropped
+            g = np.reshape(g, (1,) * -extra + g.shape)
         stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
         if stretched:
             g = g.sum(axis=stretched, keepdims=True)
@@ -112,7 +116,8 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
         g = np.expand_dims(g, axis)
         ans = np.expand_dims(ans, axis)
     chosen = x == ans
-    return unbroadcast(g * chosen / np.sum(chosen, axis=axis, keepdims=True), x)
+    count = np.maximum(np.sum(chosen, axis=axis, keepdims=True), 1)  # 0 where the extremum is NaN
+    return unbroadcast(g * chosen / count, x)
 
 
 def tie_weight(x, ans, other):

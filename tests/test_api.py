@@ -307,7 +307,7 @@ def test_transform_is_cached_per_code_object():
     first, second = make(2.0), make(3.0)
     assert adjoint.grad(first)(np.ones(2)).tolist() == [2.0, 2.0]
     assert adjoint.grad(second)(np.ones(2)).tolist() == [3.0, 3.0]
-    keys = [k for k in pipeline._compiled if k[0] is first.__code__]
+    keys = [k for k, (code, _) in pipeline._compiled.items() if code is first.__code__]
     assert len(keys) == 1
 
 

@@ -271,3 +271,13 @@ def test_vjp_of_python_function_with_all_arguments_passed(rng):
     x_bar, scale_bar = back(np.ones(3))
     np.testing.assert_allclose(x_bar, 6.0 * x)
     assert scale_bar == pytest.approx(np.sum(x ** 2))
+
+
+def full_of_row(x):
+    r = x + 0.0
+    return np.sum(np.full((3,), r) * np.arange(3.0)) + np.sum(r * np.arange(3.0))
+
+
+def test_full_fill_value_with_leading_unit_axis():
+    # expected: gradient [[0, 2, 4]]; actual: [[3, 4, 5]] (unbroadcast sums a (3,) cotangent to shape (1,) for a (1, 3) fill value)
+    np.testing.assert_allclose(adjoint.grad(full_of_row)(np.ones((1, 3))), [[0.0, 2.0, 4.0]])

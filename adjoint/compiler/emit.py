@@ -21,8 +21,13 @@ def to_source(node: gast.FunctionDef, ctx: Context) -> str:
     """`node` as source text, commented with the user's lines."""
     _comment_bodies(node, ctx)
     filename = os.path.basename(ctx.source.filename)
-    header = f"# adjoint: forward function and pullback of `{ctx.function_name}` ({filename}:{ctx.source.node.lineno})\n"
-    return header + syntax.unparse(node) + "\n"
+    where = f"`{ctx.function_name}` ({filename}:{ctx.source.node.lineno})"
+    return f"# adjoint: forward function and pullback of {printable(where)}\n" + syntax.unparse(node) + "\n"
+
+
+def printable(text: str) -> str:
+    """`text` safe inside a one-line comment: no line breaks or other control characters."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _comment_bodies(node, ctx):
@@ -42,5 +47,5 @@ def _commented(body, ctx):
 
 
 def _user_line(ctx, lineno) -> str:
-    text = ctx.source.line(lineno).strip()
+    text = printable(ctx.source.line(lineno).strip())
     return text if len(text) <= 72 else text[:69] + "..."

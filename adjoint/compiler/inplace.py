@@ -9,7 +9,10 @@ Guarantees: reports a problem for
   was copied, put in a tuple or list, viewed, or passed to a function that may keep it;
 - a call writing into an `out=` array when differentiable values are involved;
 - a call made for its effect (its result unused) that is passed a differentiable value and is
-  not a non-differentiable function (`h.fill(0)`, `record(h)`): it may update that value.
+  not a non-differentiable function (`h.fill(0)`, `record(h)`): it may update that value;
+- any update (`out=`, a call made for its effect, a mutating method such as `.sort()`) of an
+  array, differentiable or not, after a differentiated operation read it: the pullback would
+  read the updated array (`y = x * w; np.multiply(w, 2, out=w)`).
 
 Before:  y = x[0:2]; y += 1.0       After: TransformError at `y += 1.0`
 """
@@ -28,6 +31,10 @@ _VIEWS = {id(f) for f in (np.reshape, np.transpose, np.ravel, np.squeeze, np.exp
                           np.moveaxis, np.broadcast_to, np.asarray, np.asanyarray, np.diagonal,
                           np.real, np.imag, np.ndarray.T, np.atleast_1d, np.atleast_2d, np.atleast_3d)}
 _FRESH_MODULES = {"numpy", "math", "builtins", "operator", "_operator"}
+_MUTATING_METHODS = {
+    "sort", "fill", "put", "resize", "partition", "itemset", "setflags", "append", "extend",
+    "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "reverse",
+}
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -37,7 +44,15 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     definitions = {t: stmt for stmt in node.body if isinstance(stmt, gast.Assign) for t in _stored(stmt)}
     shared = set().union(*(_aliased_by(stmt) for stmt in node.body))
-    for stmt in node.body:
+    first_read = _first_differentiated_read(node.body, varied, useful)
+    for index, stmt in enumerate(node.body):
+        for name in sorted(_updated_by(stmt, useful)):
+            if first_read.get(name, index) < index:
+                ctx.problem(
+                    stmt.value, f"this updates `{name}` after a differentiated operation used it, "
+                    "so the pullback would see the updated values",
+                    f"update a copy instead, or update `{name}` before it is used",
+                )
         update = anno.get(stmt, anno.IN_PLACE)
         value = getattr(stmt, "value", None)
         if update is not None:
@@ -66,6 +81,32 @@ def _check_update(update, updated, params, shared, definitions, ctx):
         update, f"{reason}, and adjoint does not update arrays in place",
         f"write `{name} = {name} {sign} ...` to make the new value explicit",
     )
+
+
+def _first_differentiated_read(body, varied, useful) -> dict[str, int]:
+    """For each name an adjoint may read, the first statement that reads it with gradient."""
+    first = {}
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, gast.Assign) and set(_stored(stmt)) & varied & useful:
+            for name in syntax.load_names(stmt.value):
+                first.setdefault(name, index)
+    return first
+
+
+def _updated_by(stmt, useful) -> set[str]:
+    """Names whose arrays `stmt` may update in place."""
+    value = getattr(stmt, "value", None)
+    if not isinstance(value, gast.Call):
+        return set()
+    updated = set().union(*(syntax.load_names(k.value) for k in value.keywords if k.arg == "out"))
+    callee = anno.get(value, anno.CALLEE)
+    method = callee is not None and callee.method
+    if method and (_only_for_effect(stmt, useful) or syntax.dotted(value.func).rsplit(".", 1)[-1] in _MUTATING_METHODS):
+        updated.add(syntax.root_name(value.func))
+    pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or _returns_new_array(callee))
+    if _only_for_effect(stmt, useful) and not pure:
+        updated |= {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+    return updated
 
 
 def _stored(stmt):

@@ -107,8 +107,12 @@ class _Normalizer:
 
     def _unpack(self, target, source):
         names = []
-        for element in target.elts:
-            if isinstance(element, gast.Name):
+        for index, element in enumerate(target.elts):
+            later = [e.id for e in target.elts[index + 1 :] if isinstance(e, gast.Name)]
+            if isinstance(element, gast.Name) and element.id in later:
+                # `a, a = x` binds the last: the earlier value is discarded
+                names.append(syntax.store(self.ctx.namer.new(f"{element.id}_discarded")))
+            elif isinstance(element, gast.Name):
                 names.append(syntax.store(element.id))
             else:
                 names.append(syntax.store(self.ctx.namer.new("_".join(_target_names(element)))))

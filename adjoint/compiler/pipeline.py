@@ -31,7 +31,7 @@ PASSES = (
     ("optimize", optimize.transform),
 )
 
-_compiled: dict[tuple, loader.Compiled] = {}
+_compiled: dict[tuple, tuple] = {}  # (id(code), wrt) -> (code, Compiled)
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
@@ -69,12 +69,17 @@ def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
 
 
 def compiled(fn, wrt: tuple[int, ...]) -> loader.Compiled:
-    """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound."""
-    key = (fn.__code__, wrt)
-    result = _compiled.get(key)
-    if result is None or not loader.still_valid(result, fn):
-        result = _compiled[key] = compile_function(fn, wrt)
-    return result
+    """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound.
+
+    Keyed by the code object's identity: code objects compare equal across files when their
+    bytecode is the same, and each file needs its own transform (its source, its names).
+    """
+    code = fn.__code__
+    key = (id(code), wrt)
+    entry = _compiled.get(key)
+    if entry is None or entry[0] is not code or not loader.still_valid(entry[1], fn):
+        entry = _compiled[key] = (code, compile_function(fn, wrt))
+    return entry[1]
 
 
 def forward_function(fn, wrt: tuple[int, ...]):

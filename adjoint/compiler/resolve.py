@@ -36,6 +36,7 @@ class Callee:
     obj: object = None
     rule: registry.Rule | None = None
     method: bool = False  # a call of a method of a local value, e.g. `x.sum()`
+    unsupported: str = ""  # why this call cannot be differentiated, if it carries gradient
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -44,10 +45,34 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     for stmt in node.body:
         value = getattr(stmt, "value", None)
         if isinstance(value, gast.Call):
-            anno.set_(value, anno.CALLEE, _resolve_call(value.func, ctx, local_names))
+            callee = _resolve_call(value.func, ctx, local_names)
+            if callee.kind == RULE:
+                callee = _with_dtype(callee, value, ctx, local_names)
+            anno.set_(value, anno.CALLEE, callee)
         elif isinstance(value, gast.Attribute) and syntax.is_atom(value.value):
             anno.set_(value, anno.CALLEE, _resolve_attribute(value))
     return node
+
+
+def _with_dtype(callee, call, ctx, local_names) -> Callee:
+    """A rule call asking for a `dtype=` that is not floating has no gradient (`np.sum(x,
+    dtype=int)`); one whose `dtype=` is only known at run time cannot be differentiated."""
+    dtype = next((k.value for k in call.keywords if k.arg == "dtype"), None)
+    if dtype is None or (isinstance(dtype, gast.Constant) and dtype.value is None):
+        return callee
+    if isinstance(dtype, gast.Constant):
+        value = dtype.value
+    elif syntax.dotted(dtype) and syntax.root_name(dtype) not in local_names:
+        value = ctx.lookup_global(syntax.root_name(dtype), _UNBOUND)
+        for part in syntax.dotted(dtype).split(".")[1:]:
+            value = getattr(value, part, _UNBOUND)
+    else:
+        return dataclasses.replace(callee, unsupported="`dtype=` must be a constant or a module-level name here")
+    try:
+        floating = np.dtype(value).kind in "fc"
+    except TypeError:
+        return callee
+    return callee if floating else dataclasses.replace(callee, kind=NON_DIFFERENTIABLE)
 
 
 def _resolve_call(func, ctx, local_names) -> Callee:

@@ -23,13 +23,12 @@ Before:                        After:
 from __future__ import annotations
 
 import operator
-import types
 
 import gast
 
 from .. import registry
 from . import annotations as anno
-from . import inline, kinds, resolve, syntax
+from . import capture, inline, kinds, resolve, syntax
 from .activity import targets
 from .context import Context
 
@@ -99,8 +98,8 @@ class _Reverse:
             block = emit()
             pullback_body.extend(anno.copy_origin(stmt, block))
         pullback_body.append(syntax.returns(self._parameter_cotangents()))
-        captured = self._captured_globals(pullback_body, seed)
-        arguments = syntax.positional_args([seed, *captured], [syntax.name(n) for n in captured])
+        pullback_body, captured, defaults = capture.transform(pullback_body, self.forward, seed, self.ctx)
+        arguments = syntax.positional_args([seed, *captured], defaults)
         pullback = syntax.function(pullback_name, arguments, pullback_body)
         anno.copy_origin(ret, pullback)
         result = syntax.returns(syntax.tuple_([out, syntax.name(pullback_name)]))
@@ -110,23 +109,6 @@ class _Reverse:
         )
         gast.copy_location(forward, self.node)
         return forward
-
-    def _captured_globals(self, pullback_body, seed) -> list[str]:
-        """Module-level names the pullback reads, captured as defaults when it is created, so
-        `back()` uses the values the forward pass used even if they are rebound in between."""
-        fn = self.ctx.fn
-        free = set(getattr(fn.__code__, "co_freevars", ()))
-        read = set().union(*(syntax.load_names(s) for s in pullback_body)) - {seed}
-        read -= {
-            n.id for s in self.forward for n in gast.walk(s)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-        }
-        return sorted(
-            name for name in read
-            if (name in fn.__globals__ or name in free) and name not in self.ctx.local_names
-            and name not in self.ctx.injected and name != self.alias
-            and not isinstance(self.ctx.lookup_global(name), types.ModuleType)
-        )
 
     def _parameter_cotangents(self):
         args = self.node.args
@@ -177,12 +159,6 @@ class _Reverse:
         elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
             primitive = _OPERATORS.get(type(value.op))
             operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
-            if any(kinds.is_sequence(o, self.sequences) for o in operands):
-                self._unsupported(
-                    stmt, value, f"`{syntax.symbol(value.op)}` on a tuple or list (concatenation, "
-                    "repetition) is not supported yet", "build the tuple or list you need directly",
-                )
-                return
             self._rule_call(stmt, target, registry.lookup(primitive), operands, {}, syntax.symbol(value.op))
         elif isinstance(value, gast.Call):
             self._call(stmt, target, value)
@@ -210,7 +186,9 @@ class _Reverse:
                     value, f"the gradient cannot flow through the keyword argument `{key}=`",
                     "pass the differentiable value as a positional argument",
                 )
-        if callee.kind == resolve.RULE:
+        if callee.unsupported:
+            self._unsupported(stmt, call, callee.unsupported, "write it out, e.g. `dtype=np.float32`")
+        elif callee.kind == resolve.RULE:
             self._rule_call(stmt, target, callee.rule, call.args, keywords, callee.text)
         elif callee.kind == resolve.MISSING:
             self._missing(stmt, call, callee)
@@ -248,6 +226,13 @@ class _Reverse:
     def _rule_call(self, stmt, target, rule, args, keywords, text):
         if rule is None:
             self._unsupported(stmt, stmt.value, f"adjoint has no rule for `{text}`")
+            return
+        if any(isinstance(a, gast.Name) and a.id in self.sequences and a.id in self.varied for a in args):
+            # `t + (z,)` concatenates and `np.square([x])` squares an array: neither is the rule's math
+            self._unsupported(
+                stmt, stmt.value, f"`{text}` with a tuple or list operand is not supported yet",
+                "operate on the arrays themselves",
+            )
             return
         plan = inline.plan_for(rule)
         if plan is None:

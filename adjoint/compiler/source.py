@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import linecache
+import os
 import types
 
 import gast
@@ -57,6 +58,7 @@ def get_source(fn) -> FunctionSource:
         )
     node = _as_function(syntax.copy_node(node))
     _check_parameters(node, code, fn)
+    _check_unchanged(code, fn, tuple(lines))
     for stmt in gast.walk(node):
         if isinstance(stmt, gast.stmt) and hasattr(stmt, "lineno"):
             anno.set_(stmt, anno.ORIGIN, stmt.lineno)
@@ -120,6 +122,49 @@ def _as_function(node):
     function = syntax.function("<lambda>", node.args, [body])
     gast.copy_location(function, node)
     return function
+
+
+def _check_unchanged(code, fn, lines):
+    """Refuse a file edited after import: the function compiled from the text as it is now
+    must be the code that runs. (Only for real files; pytest-rewritten asserts are skipped.)"""
+    if not os.path.isfile(code.co_filename) or any(n.startswith("@py") for n in code.co_names):
+        return
+    module_code = _compile_lines(code.co_filename, lines)
+    if module_code is None:
+        return
+    written = [c for c in _code_objects(module_code) if (c.co_name, c.co_firstlineno) == (code.co_name, code.co_firstlineno)]
+    if written and not any(_same_code(c, code) for c in written):
+        raise AdjointError(
+            f"the source of `{fn.__qualname__}` in {code.co_filename} is not the code that runs: "
+            "the file was edited after it was imported. Reload it."
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _compile_lines(filename, lines):
+    try:
+        return compile("".join(lines), filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _code_objects(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _same_code(a, b) -> bool:
+    return (
+        a.co_code == b.co_code and a.co_names == b.co_names and a.co_varnames == b.co_varnames
+        and len(a.co_consts) == len(b.co_consts)
+        and all(
+            _same_code(x, y) if isinstance(x, types.CodeType) and isinstance(y, types.CodeType)
+            else (type(x), repr(x)) == (type(y), repr(y))
+            for x, y in zip(a.co_consts, b.co_consts)
+        )
+    )
 
 
 def _check_parameters(node, code, fn):

@@ -174,3 +174,46 @@ def test_keyword_argument_alias_then_augmented_assignment():
     # refused: the plain call's answer needs mutation (silently before: sum(2c * x), v not updated)
     with pytest.raises(adjoint.TransformError, match="another name or view"):
         adjoint.grad(_keyword_alias)(X, c=np.ones(3))
+
+
+def weights_doubled_after_use(x):
+    w = np.ones(3)
+    y = x * w
+    np.multiply(w, 2.0, out=w)
+    return np.sum(y)
+
+
+def test_non_differentiable_array_mutated_after_use_is_refused():
+    # silently before: [2, 2, 2], the pullback read w after the out= write
+    with pytest.raises(adjoint.TransformError, match="updates `w` after"):
+        adjoint.grad(weights_doubled_after_use)(np.arange(3.0))
+
+
+def mask_filled_after_use(x):
+    m = x > 0
+    y = np.where(m, x, 0.0)
+    m.fill(True)
+    return np.sum(y)
+
+
+def index_sorted_after_use(x, idx):
+    y = x[idx]
+    idx.sort()
+    return np.sum(y * np.arange(3.0))
+
+
+def weights_doubled_before_use(x):
+    w = np.ones(3)
+    np.multiply(w, 2.0, out=w)
+    return np.sum(x * w)
+
+
+def test_methods_updating_a_read_array_are_refused():
+    with pytest.raises(adjoint.TransformError, match="updates `m` after"):
+        adjoint.grad(mask_filled_after_use)(np.array([-1.0, 2.0]))
+    with pytest.raises(adjoint.TransformError, match="updates `idx` after"):
+        adjoint.grad(index_sorted_after_use)(np.arange(3.0), np.array([2, 0, 1]))
+
+
+def test_update_before_use_is_fine():
+    check_grad(weights_doubled_before_use, np.arange(3.0))

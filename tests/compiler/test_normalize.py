@@ -3,6 +3,7 @@
 import gast
 import numpy as np
 
+import adjoint
 from adjoint.compiler import syntax
 from adjoint.compiler.pipeline import lower
 
@@ -103,3 +104,12 @@ def test_normalized_code_computes_the_same_values():
     node, ctx = lower(rebinding, (0,), until="ssa")
     np.testing.assert_allclose(_run(node, ctx, rebinding, 0.7), rebinding(0.7))
 
+
+def duplicate_unpack_target(x):
+    a, a = x
+    return a * 1.0
+
+
+def test_duplicate_unpacking_target_gets_last_element_only():
+    # expected: `a, a = x` binds a = x[1], gradient [0, 1]; actual: [1, 1]
+    np.testing.assert_allclose(adjoint.grad(duplicate_unpack_target)(np.array([1.0, 2.0])), [0.0, 1.0])

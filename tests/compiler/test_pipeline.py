@@ -50,3 +50,18 @@ def test_debug_switch_prints_every_pass(monkeypatch, capsys):
     printed = capsys.readouterr().err
     for name, _ in pipeline.PASSES:
         assert f"after {name}" in printed
+
+
+def test_equal_code_in_two_files_is_transformed_once_per_file(tmp_path, monkeypatch):
+    # code objects of identical functions in different files compare equal
+    import importlib
+
+    import adjoint
+
+    for name in ("twin_a", "twin_b"):
+        (tmp_path / f"{name}.py").write_text("import numpy as np\n\ndef f(x):\n    return np.sum(x ** 2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    a, b = importlib.import_module("twin_a"), importlib.import_module("twin_b")
+    assert a.f.__code__ == b.f.__code__
+    assert "(twin_a.py:3)" in adjoint.source(a.f)
+    assert "(twin_b.py:3)" in adjoint.source(b.f)

@@ -192,5 +192,25 @@ def _tuple_concat(x, y, z):
 
 def test_tuple_concatenation():
     # refused until sequences are supported (silently before: z got u[0]'s cotangent)
-    with pytest.raises(adjoint.TransformError, match="concatenation"):
+    with pytest.raises(adjoint.TransformError, match="tuple or list operand"):
         adjoint.gradient(_tuple_concat, 1.0, 2.0, 3.0)
+
+
+def square_of_list(x):
+    return np.sum(np.square([x]))
+
+
+def test_elementwise_rule_on_list_operand_is_refused():
+    # silently before: 1.5 (`2 * [x]` repeated the list); refused until sequences are supported
+    with pytest.raises(adjoint.TransformError, match="tuple or list operand"):
+        adjoint.grad(square_of_list)(1.5)
+
+
+def dot_of_list(x, y, W):
+    return np.sum(np.dot([x, y], W))
+
+
+def test_dot_of_list_operand_is_refused():
+    # crashed before with TypeError "Field elements must be 2- or 3-tuples" in runtime.dot_lhs_bar
+    with pytest.raises(adjoint.TransformError, match="tuple or list operand"):
+        adjoint.grad(dot_of_list, wrt=(0, 1))(1.5, 2.3, np.ones((2, 3)))
