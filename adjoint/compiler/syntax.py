@@ -8,7 +8,6 @@ invalid code for NumPy slices such as `a[:, 0]`).
 from __future__ import annotations
 
 import ast
-import copy
 
 import gast
 
@@ -171,8 +170,19 @@ def load_names(node) -> set[str]:
 
 
 def copy_node(node):
-    """A deep copy, annotations included."""
-    return copy.deepcopy(node)
+    """A deep copy of a node (or list of nodes). Annotations are shared, not copied: passes
+    replace an annotation's value rather than change it."""
+    if isinstance(node, list):
+        return [copy_node(n) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    fields = {name: copy_node(getattr(node, name, None)) for name in node._fields}
+    new = type(node)(**fields)
+    for attribute in ("lineno", "col_offset", "end_lineno", "end_col_offset", "_adjoint"):
+        if hasattr(node, attribute):
+            value = getattr(node, attribute)
+            setattr(new, attribute, dict(value) if attribute == "_adjoint" else value)
+    return new
 
 
 class _Substitute(gast.NodeTransformer):
