@@ -19,6 +19,8 @@ Before:  y = x[0:2]; y += 1.0       After: TransformError at `y += 1.0`
 
 from __future__ import annotations
 
+import dataclasses
+
 import gast
 import numpy as np
 
@@ -37,50 +39,64 @@ _MUTATING_METHODS = {
 }
 
 
+@dataclasses.dataclass
+class _Facts:
+    """What the checks need to know about the whole function."""
+
+    varied: set[str]
+    useful: set[str]
+    params: set[str]
+    definitions: dict  # name -> the statement assigning it
+    shared: set[str]  # names also reachable another way
+    first_read: dict[str, int]  # name -> first statement reading it with gradient
+
+
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Report in-place updates and effect-only calls that cannot be differentiated faithfully."""
-    varied = anno.get(node, anno.VARIED)
-    useful = anno.get(node, anno.USEFUL)
-    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    definitions = {t: stmt for stmt in node.body if isinstance(stmt, gast.Assign) for t in _stored(stmt)}
-    shared = set().union(*(_aliased_by(stmt) for stmt in node.body))
-    first_read = _first_differentiated_read(node.body, varied, useful)
+    varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
+    facts = _Facts(
+        varied, useful,
+        params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
+        definitions={t: s for s in node.body if isinstance(s, gast.Assign) for t in _stored(s)},
+        shared=set().union(*(_aliased_by(stmt) for stmt in node.body)),
+        first_read=_first_differentiated_read(node.body, varied, useful),
+    )
     for index, stmt in enumerate(node.body):
-        for name in sorted(_updated_by(stmt, useful)):
-            if first_read.get(name, index) < index:
-                ctx.problem(
-                    stmt.value, f"this updates `{name}` after a differentiated operation used it, "
-                    "so the pullback would see the updated values",
-                    f"update a copy instead, or update `{name}` before it is used",
-                )
-        update = anno.get(stmt, anno.IN_PLACE)
-        value = getattr(stmt, "value", None)
-        if update is not None:
-            _check_update(update, stmt.value.left.id, params, shared, definitions, ctx)
-        elif isinstance(value, gast.Call) and _writes_out(value, varied):
-            ctx.problem(value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
-                        "assign the result to a name instead")
-        elif isinstance(value, gast.Call) and _only_for_effect(stmt, useful) and _passes_varied(value, varied):
-            ctx.problem(
-                value, "this call is made for its effect on a differentiable value, which "
-                "adjoint cannot differentiate",
-                "use its result, or mark the function @adjoint.non_differentiable",
-            )
+        problem = _problem(stmt, index, facts)
+        if problem:
+            ctx.problem(*problem)
     return node
 
 
-def _check_update(update, updated, params, shared, definitions, ctx):
+def _problem(stmt, index, facts: _Facts):
+    """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
+    value = getattr(stmt, "value", None)
+    for name in sorted(_updated_by(stmt, facts.useful)):
+        if facts.first_read.get(name, index) < index:
+            return (value, f"this updates `{name}` after a differentiated operation used it, so the "
+                    "pullback would see the updated values", f"update a copy instead, or update `{name}` before it is used")
+    update = anno.get(stmt, anno.IN_PLACE)
+    if update is not None:
+        return _update_problem(update, stmt.value.left.id, facts)
+    if isinstance(value, gast.Call) and _writes_out(value, facts.varied):
+        return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
+                "assign the result to a name instead")
+    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.useful) and _passes_varied(value, facts.varied):
+        return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
+                "differentiate", "use its result, or mark the function @adjoint.non_differentiable")
+    return None
+
+
+def _update_problem(update, updated, facts: _Facts):
     name, sign = update.target.id, syntax.symbol(update.op)
-    if updated in params:
+    if updated in facts.params:
         reason = f"`{name}` is a parameter: in plain Python `{name} {sign}= ...` would update the caller's array"
-    elif updated in shared or not _is_fresh(definitions.get(updated)):
+    elif updated in facts.shared or not _is_fresh(facts.definitions.get(updated)):
         reason = f"`{name}` may also be reached through another name or view here"
     else:
-        return
-    ctx.problem(
-        update, f"{reason}, and adjoint does not update arrays in place",
-        f"write `{name} = {name} {sign} ...` to make the new value explicit",
-    )
+        return None
+    return (update, f"{reason}, and adjoint does not update arrays in place",
+            f"write `{name} = {name} {sign} ...` to make the new value explicit")
 
 
 def _first_differentiated_read(body, varied, useful) -> dict[str, int]:
