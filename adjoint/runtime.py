@@ -231,10 +231,14 @@ def vjp(wrt, fn, /, *args, **kwargs):
     transformed (once per code object) and called.
     """
     rule = registry.lookup(fn)
-    if rule is not None:
-        return rule.rrule(*args, **kwargs)
-    if registry.is_non_differentiable(fn):
-        return fn(*args, **kwargs), _no_cotangents(len(args))
+    if rule is not None or registry.is_non_differentiable(fn):
+        if rule is not None:
+            value, pullback = rule.rrule(*args, **kwargs)
+        else:
+            value, pullback = fn(*args, **kwargs), None
+        if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list)):
+            pullback = _no_cotangents(len(args))  # an integer result (`dtype=int`) has no gradient
+        return value, _zeros_for_none(pullback, args, wrt)
     if _transform_hook is None:
         raise RuleError(f"no rule for {fn!r} and no compiler installed to differentiate it")
     forward = _transform_hook(fn, wrt)
@@ -249,6 +253,18 @@ def _no_cotangents(count):
         return (None,) * count
 
     return no_pullback
+
+
+def _zeros_for_none(pullback, args, wrt):
+    """A rule's `None` for a differentiated argument means zero; generated code needs an array."""
+
+    def zero_filled_pullback(g):
+        cotangents = registry.padded(pullback(g), len(args))
+        return tuple(
+            zeros_like(args[i]) if c is None and i in wrt else c for i, c in enumerate(cotangents)
+        )
+
+    return zero_filled_pullback
 
 
 def _truncated(pullback, count):

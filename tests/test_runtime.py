@@ -281,3 +281,25 @@ def full_of_row(x):
 def test_full_fill_value_with_leading_unit_axis():
     # expected: gradient [[0, 2, 4]]; actual: [[3, 4, 5]] (unbroadcast sums a (3,) cotangent to shape (1,) for a (1, 3) fill value)
     np.testing.assert_allclose(adjoint.grad(full_of_row)(np.ones((1, 3))), [[0.0, 2.0, 4.0]])
+
+
+# ---- regressions from the fourth review ----
+
+def _dynamic_int_dtype(x, reduce):
+    return 1.0 * reduce(x, dtype=int)
+
+
+def test_rule_reached_at_run_time_with_integer_dtype_has_no_gradient():
+    # silently before: ones (the dtype check ran only for rules resolved at transform time)
+    np.testing.assert_array_equal(adjoint.grad(_dynamic_int_dtype)(np.array([1.3, 2.7]), np.sum), np.zeros(2))
+
+
+def _dynamic_where(x, select):
+    y = select(x, 2.0, 1.0)
+    return np.sum(y * x)
+
+
+def test_rule_reached_at_run_time_returning_none_for_a_float_argument():
+    # crashed before: float + NoneType (np.where's condition gets None, here a float array)
+    x = np.array([0.5, 0.0, -1.5])
+    np.testing.assert_allclose(adjoint.grad(_dynamic_where)(x, np.where), np.where(x, 2.0, 1.0))

@@ -73,7 +73,7 @@ class Inlined:
     results: list  # per positional argument of the call: an expression, or None
 
 
-_plans: dict[int, Plan | None] = {}
+_plans: dict[int, tuple] = {}  # id(rule) -> (rule, Plan or None)
 
 
 def plan_for(rule) -> Plan | None:
@@ -82,8 +82,8 @@ def plan_for(rule) -> Plan | None:
     Plans are cached, and read again when a free name of the rule has been rebound.
     """
     key = id(rule)
-    plan = _plans.get(key, _UNPLANNED)
-    if plan is _UNPLANNED or (plan is not None and not _still_current(plan)):
+    planned_rule, plan = _plans.get(key, (None, _UNPLANNED))
+    if planned_rule is not rule or (plan is not None and not _still_current(plan)):
         try:
             if rule.partials is not None:
                 plan = _plan_partials(rule.partials)
@@ -91,7 +91,7 @@ def plan_for(rule) -> Plan | None:
                 plan = _plan_rule(rule.definition, checked=rule.rrule is not rule.definition)
         except (_NotInlinable, OSError, TypeError):
             plan = None
-        _plans[key] = plan
+        _plans[key] = (rule, plan)  # the rule itself, since ids are reused after it is freed
     return plan
 
 

@@ -20,6 +20,7 @@ Before:  y = x[0:2]; y += 1.0       After: TransformError at `y += 1.0`
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import gast
 import numpy as np
@@ -49,6 +50,8 @@ class _Facts:
     definitions: dict  # name -> the statement assigning it
     shared: set[str]  # names also reachable another way
     first_read: dict[str, int]  # name -> first statement reading it with gradient
+    aliases: dict[str, set[str]]  # name -> every name that may refer to the same memory
+    modules: set[str]  # free names bound to modules (`np` is not updated by `np.random.shuffle`)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -60,6 +63,8 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         definitions={t: s for s in node.body if isinstance(s, gast.Assign) for t in _stored(s)},
         shared=set().union(*(_aliased_by(stmt) for stmt in node.body)),
         first_read=_first_differentiated_read(node.body, varied, useful),
+        aliases=_alias_classes(node.body),
+        modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)},
     )
     for index, stmt in enumerate(node.body):
         problem = _problem(stmt, index, facts)
@@ -71,10 +76,10 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 def _problem(stmt, index, facts: _Facts):
     """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
     value = getattr(stmt, "value", None)
-    for name in sorted(_updated_by(stmt, facts.useful)):
-        if facts.first_read.get(name, index) < index:
-            return (value, f"this updates `{name}` after a differentiated operation used it, so the "
-                    "pullback would see the updated values", f"update a copy instead, or update `{name}` before it is used")
+    for updated in sorted(_updated_by(stmt, facts)):  # named as the user wrote it
+        if any(facts.first_read.get(n, index) < index for n in facts.aliases.get(updated, {updated})):
+            return (value, f"this updates `{updated}` after a differentiated operation used it, so the "
+                    "pullback would see the updated values", f"update a copy instead, or update `{updated}` before it is used")
     update = anno.get(stmt, anno.IN_PLACE)
     if update is not None:
         return _update_problem(update, stmt.value.left.id, facts)
@@ -109,20 +114,46 @@ def _first_differentiated_read(body, varied, useful) -> dict[str, int]:
     return first
 
 
-def _updated_by(stmt, useful) -> set[str]:
+def _updated_by(stmt, facts: _Facts) -> set[str]:
     """Names whose arrays `stmt` may update in place."""
     value = getattr(stmt, "value", None)
     if not isinstance(value, gast.Call):
         return set()
-    updated = set().union(*(syntax.load_names(k.value) for k in value.keywords if k.arg == "out"))
     callee = anno.get(value, anno.CALLEE)
-    method = callee is not None and callee.method
-    if method and (_only_for_effect(stmt, useful) or syntax.dotted(value.func).rsplit(".", 1)[-1] in _MUTATING_METHODS):
-        updated.add(syntax.root_name(value.func))
+    updated = set().union(*(syntax.load_names(o) for o in _outputs(value, callee)))
+    receiver = syntax.root_name(value.func) if isinstance(value.func, gast.Attribute) else None
+    method_name = syntax.dotted(value.func).rsplit(".", 1)[-1]
+    effect_only = _only_for_effect(stmt, facts.useful)
+    if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS):
+        updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or _returns_new_array(callee))
-    if _only_for_effect(stmt, useful) and not pure:
+    if effect_only and not pure:
         updated |= {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
     return updated
+
+
+def _outputs(call, callee) -> list:
+    """The arrays a call writes its result into: `out=`, or a ufunc's extra positional arguments."""
+    outputs = [k.value for k in call.keywords if k.arg == "out"]
+    ufunc = getattr(callee, "obj", None)
+    if isinstance(ufunc, np.ufunc):
+        outputs += call.args[ufunc.nin :]
+    return outputs
+
+
+def _alias_classes(body) -> dict[str, set[str]]:
+    """Group names that may refer to the same memory: copies, views, containers, and results
+    of calls that may return an argument."""
+    classes: dict[str, set[str]] = {}
+    for stmt in body:
+        if not isinstance(stmt, gast.Assign):
+            continue
+        group = set(_stored(stmt)) | _aliased_by(stmt)
+        if len(group) > 1:
+            merged = set().union(*(classes.get(n, {n}) for n in group))
+            for name in merged:
+                classes[name] = merged
+    return classes
 
 
 def _stored(stmt):
@@ -164,8 +195,8 @@ def _aliased_by(stmt) -> set[str]:
 
 
 def _writes_out(call, varied) -> bool:
-    out = [k.value for k in call.keywords if k.arg == "out"]
-    return bool(out) and bool(syntax.load_names(call) & varied)
+    outputs = _outputs(call, anno.get(call, anno.CALLEE))
+    return bool(outputs) and bool(syntax.load_names(call) & varied)
 
 
 def _only_for_effect(stmt, useful) -> bool:

@@ -8,7 +8,9 @@ Guarantees, for the function body after `transform`:
 - `rhs` is an atom, or one operation on atoms: a binary or unary operation, a comparison, a
   call, an attribute read, a subscript (its index made of atoms and slices of atoms), or a
   tuple or list display; a call's callee is a dotted name (`np.linalg.inv`, `f`, `x.sum`);
-- an atom is a name, a constant, or a dotted read of a module-level name (`np.pi`);
+- an atom is a name, a constant, or a constant of a library module (`np.pi`); a global or
+  closure variable holding data (`SCALE`, `cfg.scale`) is first read into a local
+  (`scale = SCALE`), so the pullback uses the value the forward pass read;
 - every statement carries the `ORIGIN` of the user statement it came from.
 
 Before:  h = np.tanh(x @ W + b)
@@ -143,6 +145,11 @@ class _Normalizer:
     def atom(self, expr, hint: str, name_whole: bool = False):
         """`expr` as an atom, emitting the statements that compute it."""
         folded = _fold_sign(expr)
+        if isinstance(folded, gast.Name) and self._is_global_value(folded.id):
+            # read now into a local: the pullback then uses the value this statement used
+            local = folded.id.lower() if folded.id.lower() != folded.id else f"{folded.id}_value"
+            self._emit(syntax.assign(self.ctx.namer.new(local), folded))
+            return syntax.name(self.out[-1].targets[0].id)
         if syntax.is_atom(folded) or self._is_global_read(folded):
             return folded
         rhs = self.rhs(folded, hint)
@@ -196,13 +203,25 @@ class _Normalizer:
         return self.atom(index, hint + "_index")
 
     def _is_global_read(self, expr) -> bool:
-        """`np.pi`: an attribute of a module, which generated code may read at any time. (An
-        attribute of another object, `cfg.scale`, may change: it is read into a temporary.)"""
+        """`np.pi`: a constant of a library module, which generated code may read at any time.
+        (An attribute of the user's objects or modules, `cfg.scale`, may change: it is read into
+        a temporary.)"""
         root = syntax.root_name(expr)
-        return (
-            isinstance(expr, gast.Attribute) and root is not None and root not in self.local_names
-            and isinstance(self.ctx.lookup_global(root), types.ModuleType)
-        )
+        if not isinstance(expr, gast.Attribute) or root is None or root in self.local_names:
+            return False
+        module = self.ctx.lookup_global(root)
+        return isinstance(module, types.ModuleType) and module.__name__.split(".")[0] in _LIBRARIES
+
+    def _is_global_value(self, name: str) -> bool:
+        """A global or closure variable holding data (not a module, function or class)."""
+        if name in self.local_names:
+            return False
+        value = self.ctx.lookup_global(name, _UNBOUND)
+        return value is not _UNBOUND and not isinstance(value, types.ModuleType) and not callable(value)
+
+
+_LIBRARIES = {"numpy", "math", "scipy", "builtins", "cmath"}
+_UNBOUND = object()
 
 
 def _is_parallel(target, value) -> bool:

@@ -13,6 +13,7 @@ Before:  s = np.sum(x, axis=1)   After: the call annotated Callee("rule", "np.su
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 
 import gast
@@ -36,7 +37,6 @@ class Callee:
     obj: object = None
     rule: registry.Rule | None = None
     method: bool = False  # a call of a method of a local value, e.g. `x.sum()`
-    unsupported: str = ""  # why this call cannot be differentiated, if it carries gradient
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -55,24 +55,39 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 
 
 def _with_dtype(callee, call, ctx, local_names) -> Callee:
-    """A rule call asking for a `dtype=` that is not floating has no gradient (`np.sum(x,
-    dtype=int)`); one whose `dtype=` is only known at run time cannot be differentiated."""
-    dtype = next((k.value for k in call.keywords if k.arg == "dtype"), None)
+    """A rule call asking for a result `dtype` that is not floating has no gradient
+    (`np.sum(x, dtype=int)`); one whose dtype is known only at run time is dispatched then."""
+    dtype = _argument(call, callee.rule.definition, "dtype")
     if dtype is None or (isinstance(dtype, gast.Constant) and dtype.value is None):
         return callee
+    text = syntax.dotted(dtype)
     if isinstance(dtype, gast.Constant):
         value = dtype.value
-    elif syntax.dotted(dtype) and syntax.root_name(dtype) not in local_names:
+    elif text and syntax.root_name(dtype) not in local_names:
         value = ctx.lookup_global(syntax.root_name(dtype), _UNBOUND)
-        for part in syntax.dotted(dtype).split(".")[1:]:
+        for part in text.split(".")[1:]:
             value = getattr(value, part, _UNBOUND)
+        ctx.rely_on(text, value)
     else:
-        return dataclasses.replace(callee, unsupported="`dtype=` must be a constant or a module-level name here")
+        return dataclasses.replace(callee, kind=DYNAMIC)  # `dtype=x.dtype`: adj.vjp decides
     try:
         floating = np.dtype(value).kind in "fc"
     except TypeError:
         return callee
     return callee if floating else dataclasses.replace(callee, kind=NON_DIFFERENTIABLE)
+
+
+def _argument(call, signature_of, name):
+    """The node passed for parameter `name` of `signature_of`, by keyword or by position."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    try:
+        parameters = list(inspect.signature(signature_of).parameters)
+    except (TypeError, ValueError):
+        return None
+    position = parameters.index(name) if name in parameters else len(call.args)
+    return call.args[position] if position < len(call.args) else None
 
 
 def _resolve_call(func, ctx, local_names) -> Callee:

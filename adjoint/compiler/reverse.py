@@ -28,7 +28,7 @@ import gast
 
 from .. import registry
 from . import annotations as anno
-from . import capture, inline, kinds, resolve, syntax
+from . import inline, kinds, resolve, syntax
 from .activity import targets
 from .context import Context
 
@@ -98,9 +98,7 @@ class _Reverse:
             block = emit()
             pullback_body.extend(anno.copy_origin(stmt, block))
         pullback_body.append(syntax.returns(self._parameter_cotangents()))
-        pullback_body, captured, defaults = capture.transform(pullback_body, self.forward, seed, self.ctx)
-        arguments = syntax.positional_args([seed, *captured], defaults)
-        pullback = syntax.function(pullback_name, arguments, pullback_body)
+        pullback = syntax.function(pullback_name, syntax.positional_args([seed]), pullback_body)
         anno.copy_origin(ret, pullback)
         result = syntax.returns(syntax.tuple_([out, syntax.name(pullback_name)]))
         forward = syntax.function(
@@ -186,9 +184,7 @@ class _Reverse:
                     value, f"the gradient cannot flow through the keyword argument `{key}=`",
                     "pass the differentiable value as a positional argument",
                 )
-        if callee.unsupported:
-            self._unsupported(stmt, call, callee.unsupported, "write it out, e.g. `dtype=np.float32`")
-        elif callee.kind == resolve.RULE:
+        if callee.kind == resolve.RULE:
             self._rule_call(stmt, target, callee.rule, call.args, keywords, callee.text)
         elif callee.kind == resolve.MISSING:
             self._missing(stmt, call, callee)

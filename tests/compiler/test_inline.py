@@ -225,3 +225,21 @@ def test_user_rule_rebinding_a_parameter_is_called_not_inlined():
     # inlining it crashed with "cannot store into the expression substituted for v"
     check_grad(_uses_centered_exp, X)
     assert "= centered_exp_rrule(x)" in adjoint.source(_uses_centered_exp)
+
+
+# ---- plans are cached per rule object, not per id ----
+
+def test_plan_cached_under_a_reused_id_is_not_given_to_another_rule(monkeypatch):
+    # ids of freed rules are reused: a new rule must never get the plan of an old one
+    old_rule, new_rule = registry.lookup(np.sin), registry.lookup(np.cos)
+    old_plan = inline.plan_for(old_rule)
+    monkeypatch.setitem(inline._plans, id(new_rule), (old_rule, old_plan))
+    new_plan = inline.plan_for(new_rule)
+    assert new_plan is not old_plan
+    assert "np.sin" in syntax_text(new_plan.results[0])
+
+
+def syntax_text(node):
+    from adjoint.compiler import syntax
+
+    return syntax.unparse(node)

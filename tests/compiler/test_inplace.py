@@ -217,3 +217,71 @@ def test_methods_updating_a_read_array_are_refused():
 
 def test_update_before_use_is_fine():
     check_grad(weights_doubled_before_use, np.arange(3.0))
+
+
+# ---- regressions from the fourth review ----
+
+def _positional_out(x):
+    w = np.full(3, 2.0)
+    y = x * w
+    np.multiply(w, 3.0, w)  # the ufunc's third positional argument is its output
+    return np.sum(y)
+
+
+def test_positional_out_of_a_ufunc_is_an_update():
+    # silently before: 6 (the pullback read the updated w)
+    with pytest.raises(adjoint.TransformError, match="updates `w` after"):
+        adjoint.grad(_positional_out)(np.array([1.0, 2.0, 3.0]))
+
+
+_BUFFER = np.ones(2)
+
+
+def _global_fill(x):
+    y = x * _BUFFER
+    _BUFFER.fill(5.0)
+    return np.sum(y)
+
+
+def _closure_fill():
+    buffer = np.ones(2)
+
+    def f(x):
+        y = x * buffer
+        buffer.fill(5.0)
+        return np.sum(y)
+
+    return f
+
+
+def test_mutating_method_of_a_global_or_closure_array_after_a_differentiated_read():
+    # silently before: 5 (the pullback read the filled buffer)
+    with pytest.raises(adjoint.TransformError, match="updates `_BUFFER` after"):
+        adjoint.grad(_global_fill)(np.array([1.5, 2.5]))
+    with pytest.raises(adjoint.TransformError, match="updates `buffer` after"):
+        adjoint.grad(_closure_fill())(np.array([1.5, 2.5]))
+    np.testing.assert_array_equal(_BUFFER, np.ones(2))  # refused before anything ran
+
+
+def _update_through_a_view(x):
+    w = np.full(3, 2.0)
+    y = x * w
+    v = w[0:2]
+    v.fill(0.0)
+    return np.sum(y)
+
+
+def _view_made_before_the_read(x):
+    w = np.full(3, 2.0)
+    v = w[0:2]
+    y = x * w
+    np.copyto(v, 0.0)
+    return np.sum(y)
+
+
+def test_update_through_a_view_after_a_differentiated_read():
+    # silently before: [0, 0, 2]
+    with pytest.raises(adjoint.TransformError, match="after a differentiated operation"):
+        adjoint.grad(_update_through_a_view)(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(adjoint.TransformError, match="after a differentiated operation"):
+        adjoint.grad(_view_made_before_the_read)(np.array([1.0, 2.0, 3.0]))

@@ -1,4 +1,7 @@
-"""compiler.normalize and compiler.ssa: statement shapes, readable temporaries, same values."""
+"""compiler.normalize and compiler.ssa: statement shapes, readable temporaries, same values, and
+globals read into locals so the pullback uses the values the forward pass read."""
+
+import types
 
 import gast
 import numpy as np
@@ -113,3 +116,49 @@ def duplicate_unpack_target(x):
 def test_duplicate_unpacking_target_gets_last_element_only():
     # expected: `a, a = x` binds a = x[1], gradient [0, 1]; actual: [1, 1]
     np.testing.assert_allclose(adjoint.grad(duplicate_unpack_target)(np.array([1.0, 2.0])), [0.0, 1.0])
+
+# A module whose attribute the differentiated code reads (as `import config as cfg` would).
+cfg = types.ModuleType("review3_cfg")
+cfg.scale = 2.0
+
+
+def scaled_by_module_attribute(x):
+    return np.sum(x * cfg.scale)
+
+
+def test_module_attribute_read_at_forward_time():
+    # expected: back() uses cfg.scale as the forward saw it (2.0); actual: re-reads cfg.scale at back() time (5.0)
+    value, back = adjoint.pullback(scaled_by_module_attribute, np.ones(3))
+    try:
+        cfg.scale = 5.0
+        (x_bar,) = back(1.0)
+    finally:
+        cfg.scale = 2.0
+    np.testing.assert_allclose(x_bar, [2.0, 2.0, 2.0])
+
+
+# ---- a global rebound during the forward pass ----
+
+_STEP = 1.0
+
+
+@adjoint.non_differentiable
+def _tick():
+    global _STEP
+    _STEP = 2.0
+    return 0.0
+
+
+def _reads_then_ticks(x):
+    y = x * _STEP
+    n = _tick()
+    return y + n
+
+
+def test_pullback_uses_the_value_the_statement_read():
+    # silently before: 2.0 (the value at the end of the forward pass)
+    global _STEP
+    try:
+        assert adjoint.grad(_reads_then_ticks)(2.0) == 1.0
+    finally:
+        _STEP = 1.0
