@@ -14,7 +14,7 @@ import numpy as np
 
 from . import registry, runtime
 from .compiler import pipeline
-from .errors import AdjointError
+from .errors import AdjointError, TransformError
 
 __all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule"]
 
@@ -172,6 +172,8 @@ def rrule(*primitives):
 # ---- the one path every entry point takes ------------------------------------------------------
 
 def _pullback(f, args, kwargs, positions):
+    if isinstance(f, (functools.partial, types.MethodType)):
+        return _pullback_of_bound(f, args, kwargs, positions)
     if positions and max(positions) >= len(args):
         raise AdjointError(
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
@@ -183,7 +185,7 @@ def _pullback(f, args, kwargs, positions):
         value, generated_pullback = rule.rrule(*args, **kwargs)
     else:
         _require_python_function(f)
-        value, generated_pullback = pipeline.forward_function(f, wrt)(*args, **kwargs)
+        value, generated_pullback = _forward(f, wrt)(*args, **kwargs)
 
     def back(cotangent):
         cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
@@ -191,6 +193,17 @@ def _pullback(f, args, kwargs, positions):
         return _unshared(projected, cotangent)
 
     return value, back
+
+
+def _pullback_of_bound(f, args, kwargs, positions):
+    """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
+    their bound arguments prepended (constants: they get no cotangent)."""
+    if isinstance(f, functools.partial):
+        function, bound, kwargs = f.func, f.args, {**f.keywords, **kwargs}
+    else:
+        function, bound = f.__func__, (f.__self__,)
+    value, back = _pullback(function, bound + tuple(args), kwargs, [p + len(bound) for p in positions])
+    return value, lambda cotangent: back(cotangent)[len(bound) :]
 
 
 def _unshared(cotangents, seed) -> tuple:
@@ -211,6 +224,20 @@ def _leaves(tree):
     if isinstance(tree, (tuple, list)):
         return [leaf for t in tree for leaf in _leaves(t)]
     return [tree]
+
+
+def _forward(f, wrt):
+    try:
+        return pipeline.forward_function(f, wrt)
+    except TransformError as error:
+        if not hasattr(f, "__wrapped__"):
+            raise
+        context = (
+            f"`{f.__qualname__}` is a wrapper made by a decorator (it has `__wrapped__`), and these "
+            "problems are in the wrapper's code. Differentiate the undecorated function, "
+            f"`{f.__qualname__}.__wrapped__`, or apply the decorator outside adjoint."
+        )
+        raise TransformError(error.function_name, error.problems, context) from None
 
 
 def _carries_gradient(arg, index, f) -> bool:
@@ -305,9 +332,11 @@ def _select(cotangents, wrt):
 
 def _require_python_function(f):
     if not isinstance(f, types.FunctionType):
+        name = getattr(f, "__qualname__", None) or type(f).__name__
         raise AdjointError(
-            f"adjoint cannot differentiate {f!r}: it has no rule and is not a Python function. "
-            "Register a rule for it with @adjoint.rrule."
+            f"adjoint cannot differentiate `{name}` ({type(f).__name__}): it has no rule and is "
+            "not a Python function. Differentiate a Python function that calls it, or register a "
+            "rule for it with @adjoint.rrule."
         )
 
 

@@ -48,12 +48,13 @@ class TransformError(AdjointError):
     `problems` lists every one found, so they can all be fixed in one go.
     """
 
-    def __init__(self, function_name: str, problems: list[Problem]):
+    def __init__(self, function_name: str, problems: list[Problem], context: str = ""):
         self.function_name = function_name
         self.problems = list(problems)
         count = len(self.problems)
         header = (
             f"adjoint cannot differentiate `{function_name}`: "
-            f"{count} problem{'s' if count != 1 else ''} found\n\n"
+            f"{count} problem{'s' if count != 1 else ''} found\n"
+            + (f"{context}\n" if context else "") + "\n"
         )
         super().__init__(header + "\n\n".join(p.format() for p in self.problems))

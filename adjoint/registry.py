@@ -58,15 +58,20 @@ def _key(primitive) -> int:
 
 
 def lookup(primitive) -> Rule | None:
-    """The rule registered for `primitive`, or None."""
+    """The rule registered for `primitive` (or, for a bound method, for its function), or None."""
     entry = _RULES.get(_key(primitive))
-    return entry[1] if entry is not None and entry[0] is primitive else None
+    if entry is not None and entry[0] is primitive:
+        return entry[1]
+    function = getattr(primitive, "__func__", None)
+    return lookup(function) if function is not None else None
 
 
 def is_non_differentiable(primitive) -> bool:
-    """Whether `primitive` is declared to have no derivative (shape queries, constructors...)."""
-    entry = _NON_DIFFERENTIABLE.get(_key(primitive), _MISSING)
-    return entry is primitive
+    """Whether `primitive` (or a bound method's function) is declared to have no derivative."""
+    if _NON_DIFFERENTIABLE.get(_key(primitive), _MISSING) is primitive:
+        return True
+    function = getattr(primitive, "__func__", None)
+    return function is not None and is_non_differentiable(function)
 
 
 _MISSING = object()

@@ -1,9 +1,11 @@
 """The public API: pullback, grad, value_and_grad, gradient, source, differentiable, rrule."""
 
+import functools
 import numpy as np
 import pytest
 
 import adjoint
+from adjoint import AdjointError, TransformError
 from adjoint.testing import check_grad
 
 from helpers_module import affine, apply_twice, scaled_square
@@ -380,3 +382,53 @@ def test_gradients_never_share_memory_with_each_other_or_the_cotangent():
     gx += 5.0
     np.testing.assert_array_equal(gy, np.ones(3))
     np.testing.assert_array_equal(cotangent, np.ones(3))
+
+
+# ---- 5. grad of functools.partial: wrong advice --------------------------------------------------
+
+def mse(w, X, y):
+    return np.mean((X @ w - y) ** 2)
+
+
+def test_grad_of_partial():
+    # Expected: the gradient (keyword arguments are constants anyway, and
+    # `grad(partial(loss, X=X, y=y))` is the standard JAX idiom), or at least a message about
+    # partial objects. Actual: "it has no rule and is not a Python function. Register a rule
+    # for it with @adjoint.rrule." (api.py `_require_python_function`); the same for a bound
+    # method `adjoint.grad(model.loss)`.
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    y = np.array([1.0, 0.0])
+    w = np.array([0.1, 0.2])
+    try:
+        g = adjoint.grad(functools.partial(mse, X=X, y=y))(w)
+    except AdjointError as error:
+        assert "rrule" not in str(error), str(error)
+        return
+    np.testing.assert_allclose(g, 2 * X.T @ (X @ w - y) / 2)
+
+
+# ---- 7. functools.wraps decorators: errors about the wrapper, titled with the user's name ------
+
+def timed(fn):
+    @functools.wraps(fn)
+    def timed_inner(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return timed_inner
+
+
+@timed
+def timed_loss(x):
+    return np.sum(x ** 2)
+
+
+def test_function_under_wraps_decorator():
+    # Expected: differentiate `timed_loss` through `__wrapped__` (the wrapper only forwards),
+    # or say the problem is the decorator's wrapper. Actual: "adjoint cannot differentiate
+    # `timed_loss`: 3 problems found" followed by `*args`/`**kwargs` problems located in
+    # `timed_inner`, which the user never asked about.
+    try:
+        g = adjoint.grad(timed_loss)(np.ones(2))
+    except TransformError as error:
+        assert "wrap" in str(error).split("\n")[0] or "decorat" in str(error), str(error)
+        return
+    np.testing.assert_allclose(g, 2 * np.ones(2))

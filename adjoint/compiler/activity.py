@@ -54,8 +54,8 @@ def differentiable_operands(value) -> set[str]:
         return set()
     if isinstance(value, gast.Subscript):
         return syntax.load_names(value.value)  # indices carry no gradient
-    if isinstance(value, gast.Call) and callee is not None and callee.method:
-        return syntax.load_names(value)  # the receiver, too
+    if isinstance(value, gast.Call) and callee is not None and (callee.method or isinstance(value.func, gast.Name)):
+        return syntax.load_names(value)  # the receiver, or a local callable (`m = x.mean; m()`), too
     if isinstance(value, gast.Call):
         return set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
     return syntax.load_names(value)

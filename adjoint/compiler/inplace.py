@@ -94,10 +94,13 @@ def _problem(stmt, index, facts: _Facts):
 
 def _update_problem(update, updated, facts: _Facts):
     name, sign = update.target.id, syntax.symbol(update.op)
+    definition = facts.definitions.get(updated)
     if updated in facts.params:
         reason = f"`{name}` is a parameter: in plain Python `{name} {sign}= ...` would update the caller's array"
-    elif updated in facts.shared or not _is_fresh(facts.definitions.get(updated)):
+    elif updated in facts.shared or isinstance(getattr(definition, "value", None), (gast.Name, gast.Subscript, gast.Attribute)):
         reason = f"`{name}` may also be reached through another name or view here"
+    elif not _is_fresh(definition):
+        reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
     else:
         return None
     return (update, f"{reason}, and adjoint does not update arrays in place",

@@ -187,7 +187,9 @@ class _Normalizer:
 
     def _call(self, expr, hint):
         func = expr.func
-        if syntax.dotted(func) is None:
+        if isinstance(func, gast.Attribute) and syntax.dotted(func) is None:
+            func = syntax.attr(self.atom(func.value, hint), func.attr)  # `(a - b).mean()` stays a method call
+        elif syntax.dotted(func) is None:
             func = self.atom(func, hint + "_fn")
         args = [self.atom(a, hint) for a in expr.args]
         keywords = {k.arg: self.atom(k.value, hint) for k in expr.keywords}

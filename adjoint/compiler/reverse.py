@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 
 import gast
+import numpy as np
 
 from .. import registry
 from . import annotations as anno
@@ -177,6 +178,9 @@ class _Reverse:
 
     def _call(self, stmt, target, call):
         callee = anno.get(call, anno.CALLEE)
+        if callee.kind == resolve.PYTHON and call.keywords:
+            _keywords_to_positions(call, callee.obj)
+            self.ctx.rely_on(callee.text, callee.obj)  # the call now follows its signature
         keywords = {k.arg: k.value for k in call.keywords}
         for key, value in keywords.items():
             if syntax.load_names(value) & self.varied:
@@ -189,11 +193,9 @@ class _Reverse:
         elif callee.kind == resolve.MISSING:
             self._missing(stmt, call, callee)
         elif callee.method:
-            receiver = syntax.root_name(call.func) in self.varied
             self._unsupported(
                 stmt, call, f"method calls with differentiable values (`{callee.text}(...)`) are not supported yet",
-                f"call the NumPy function instead, e.g. `np.{callee.text.rsplit('.', 1)[-1]}(...)`" if receiver
-                else "wrap the call in a function and register an @adjoint.rrule for it",
+                _method_hint(callee.text.rsplit(".", 1)[-1], syntax.root_name(call.func) in self.varied),
             )
         else:
             self._vjp_call(stmt, target, call, callee)
@@ -294,6 +296,27 @@ class _Reverse:
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
         self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
+
+
+def _keywords_to_positions(call, fn):
+    """`dense(x, W=W1)` as `dense(x, W1)`, so the gradient can flow to `W1` (keywords never
+    carry gradients). Only parameters that can be passed by position, in order, are moved."""
+    keywords = {k.arg: k for k in call.keywords}
+    code = fn.__code__
+    for name in code.co_varnames[len(call.args) : code.co_argcount]:
+        if name not in keywords or len(call.args) < code.co_posonlyargcount:
+            break
+        call.args.append(keywords.pop(name).value)
+    call.keywords = list(keywords.values())
+
+
+def _method_hint(method: str, on_differentiable_value: bool) -> str:
+    function = getattr(np, method, None)
+    if on_differentiable_value and function is not None and registry.lookup(function) is not None:
+        return f"call the NumPy function instead: `np.{method}(...)`"
+    if on_differentiable_value:
+        return "write it with NumPy functions that have rules (see the README's list)"
+    return "wrap the call in a function and register an @adjoint.rrule for it"
 
 
 def _describe(obj) -> str:

@@ -1,6 +1,8 @@
 """Shape functions, and the queries and constructors that carry no gradient."""
 
 import builtins
+import logging
+import warnings
 
 import numpy as np
 
@@ -40,9 +42,15 @@ def full_rrule(shape, fill_value, dtype=None):
     return np.full(shape, fill_value, dtype=dtype), full_pullback
 
 
-# ---- queries, constructors and Python built-ins: no gradient -----------------------------------
+# ---- queries, constructors, logging and Python built-ins: no gradient -----------------------------
 # Only functions whose outputs are constant in every float input belong here (`np.arange(x)`
 # does not: its values move with `x`).
+
+non_differentiable(
+    logging.Logger.debug, logging.Logger.info, logging.Logger.warning, logging.Logger.error,
+    logging.Logger.critical, logging.Logger.exception, logging.Logger.log, logging.debug,
+    logging.info, logging.warning, logging.error, warnings.warn,
+)
 
 non_differentiable(
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones,

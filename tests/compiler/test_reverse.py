@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import adjoint
+from adjoint import AdjointError, TransformError
 from adjoint.testing import check_grad
 
 
@@ -214,3 +215,64 @@ def test_dot_of_list_operand_is_refused():
     # crashed before with TypeError "Field elements must be 2- or 3-tuples" in runtime.dot_lhs_bar
     with pytest.raises(adjoint.TransformError, match="tuple or list operand"):
         adjoint.grad(dot_of_list, wrt=(0, 1))(1.5, 2.3, np.ones((2, 3)))
+
+
+# ---- 1. a method call on an expression (not a bare name) silently gives a zero gradient --------
+
+def mse_method_on_expression(w, X, y):
+    return ((X @ w - y) ** 2).mean()
+
+
+def test_method_call_on_expression_is_not_silently_zero():
+    # Expected: either the correct gradient, or a TransformError like the one `x.mean()` gets
+    # ("method calls with differentiable values ... call np.mean"). Actual: a gradient of all
+    # zeros, silently: normalize turns `(...).mean()` into `t = (...).mean; r = t()`, and
+    # activity sees a call with no arguments, so `r` does not vary and nothing flows back.
+    X = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    w = np.array([0.5, -0.5])
+    y = np.array([1.0, 0.0, 2.0])
+    expected = 2 * X.T @ (X @ w - y) / 3
+    try:
+        g = adjoint.grad(mse_method_on_expression)(w, X, y)
+    except TransformError as error:
+        assert "mean" in str(error)  # a located refusal is acceptable
+        return
+    np.testing.assert_allclose(g, expected)
+
+
+# ---- 2. the method-call hint names NumPy functions that do not exist ---------------------------
+
+def flatten_method(x):
+    return np.sum(x.flatten() ** 2)
+
+
+def test_method_hint_names_a_real_numpy_function():
+    # Expected: a hint that works, e.g. "`np.reshape(x, -1)`". Actual: "call the NumPy function
+    # instead, e.g. `np.flatten(...)`" -- there is no np.flatten (likewise `x.astype` ->
+    # `np.astype`, which has no rule, `x.copy()` -> `np.copy`, `x.clip` -> `np.clip`: following
+    # the hint only leads to the next refusal). reverse.py `_call` builds the hint from the name.
+    with pytest.raises(TransformError) as info:
+        adjoint.grad(flatten_method)(np.ones((2, 3)))
+    assert not hasattr(np, "flatten")
+    assert "np.flatten(" not in str(info.value)
+
+
+# ---- 3. keyword arguments to the user's own Python helpers are refused -------------------------
+
+def dense(x, W, b):
+    return np.tanh(x @ W + b)
+
+
+def mlp_with_keywords(W1, b1, x):
+    h = dense(x, W=W1, b=b1)
+    return np.sum(h ** 2)
+
+
+def test_keyword_arguments_to_python_helper():
+    # Expected: the gradient, as for `dense(x, W1, b1)` (README: "calls with keyword arguments,
+    # and calls into your other Python functions"; JAX/PyTorch users write `dense(x, W=W1, b=b1)`
+    # all the time). Actual: TransformError "the gradient cannot flow through the keyword argument
+    # `W=`" (reverse.py `_call`): for a PYTHON callee the keywords could be bound by signature.
+    rng = np.random.default_rng(0)
+    W1, b1, x = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(2, 3))
+    adjoint.testing.check_grad(mlp_with_keywords, W1, b1, x)
