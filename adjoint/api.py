@@ -183,6 +183,8 @@ def _pullback(f, args, kwargs, positions):
     rule = registry.lookup(f)
     if rule is not None:
         value, generated_pullback = rule.rrule(*args, **kwargs)
+        if not (runtime.is_differentiable(value) or isinstance(value, (tuple, list))):
+            generated_pullback = _no_cotangents  # an integer result (`dtype=int`) has no gradient
     else:
         _require_python_function(f)
         value, generated_pullback = _forward(f, wrt)(*args, **kwargs)
@@ -327,7 +329,17 @@ def _positions(wrt):
 
 
 def _select(cotangents, wrt):
-    return cotangents[wrt] if isinstance(wrt, int) else tuple(cotangents[i] for i in wrt)
+    if isinstance(wrt, int):
+        return cotangents[wrt]
+    seen, selected = set(), []
+    for i in wrt:  # `wrt=(0, 0)` gets two arrays, not one shared
+        selected.append(np.copy(cotangents[i]) if i in seen and cotangents[i] is not None else cotangents[i])
+        seen.add(i)
+    return tuple(selected)
+
+
+def _no_cotangents(cotangent):
+    return ()
 
 
 def _require_python_function(f):

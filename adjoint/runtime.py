@@ -83,6 +83,11 @@ def unbroadcast(g, x):
         return g
     if type(g) is float and type(x) is float:
         return g
+    if type(x) is tuple or type(x) is list:
+        raise RuleError(
+            f"a {type(x).__name__} was used in arithmetic (`+` concatenates, `*` repeats): adjoint "
+            "cannot differentiate that; operate on arrays"
+        )
     shape = np.shape(x)
     if np.shape(g) != shape:
         g = np.asarray(g)
@@ -175,6 +180,11 @@ def dot_rhs_bar(g, a, b):
     lead = list(range(np.ndim(a) - 1))
     b_bar = np.tensordot(a, g, axes=(lead, lead))
     return np.moveaxis(b_bar, 0, max(np.ndim(b) - 2, 0)).astype(np.result_type(b), copy=False)
+
+
+def layout_order(a) -> str:
+    """The index order `np.reshape(a, ..., order="A")` reads `a` in."""
+    return "F" if np.isfortran(a) else "C"
 
 
 def untranspose(g, axes=None):

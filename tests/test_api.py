@@ -432,3 +432,33 @@ def test_function_under_wraps_decorator():
         assert "wrap" in str(error).split("\n")[0] or "decorat" in str(error), str(error)
         return
     np.testing.assert_allclose(g, 2 * np.ones(2))
+
+
+X = np.array([0.3, -0.7, 1.1])
+
+
+# ---- 4. repeated wrt positions share one array -----------------------------------------------
+
+def _weighted(a, b):
+    return np.sum(a * 2.0 + b * 3.0)
+
+
+def test_repeated_wrt_positions_do_not_share_memory():
+    # README: "Returned gradients never share memory with each other".
+    # expected: two independent arrays (or an AdjointError for a repeated position);
+    # actual: the same array object twice (api._select indexes the cotangents twice).
+    g0, g1 = adjoint.grad(_weighted, wrt=(0, 0))(X, X)
+    assert g0 is not g1 and not np.shares_memory(g0, g1)
+
+
+# ---- 6. pullback of a primitive asked for an integer result ------------------------------------
+
+def test_pullback_of_primitive_with_integer_dtype_has_no_gradient():
+    # np.full(3, 2.7, int) == [2, 2, 2] is constant in the fill value; inside differentiated
+    # code adjoint knows (resolve._with_dtype / runtime.vjp give no cotangent), but
+    # api._pullback calls the rule as is. expected: 0.0 (or None); actual: 3.0.
+    # Same for adjoint.pullback(np.sum, x, dtype=int): ones instead of zeros.
+    value, back = adjoint.pullback(np.full, 3, 2.7, int)
+    assert value.dtype.kind == "i"
+    cotangents = back(np.ones(3, dtype=int))
+    assert cotangents[1] in (None, 0.0)

@@ -26,6 +26,10 @@ def sequence_names(body) -> set[str]:
             sequences.add(stmt.targets[0].id)
         elif isinstance(value, gast.BinOp) and any(is_sequence(o, sequences) for o in (value.left, value.right)):
             sequences.add(stmt.targets[0].id)
+        elif isinstance(value, gast.Name) and value.id in sequences:
+            sequences.add(stmt.targets[0].id)  # `s = t`
+        elif isinstance(value, gast.Subscript) and isinstance(value.slice, gast.Slice) and is_sequence(value.value, sequences):
+            sequences.add(stmt.targets[0].id)  # `s = t[0:2]`
     return sequences
 
 
@@ -33,14 +37,16 @@ def is_sequence(operand, sequences) -> bool:
     return isinstance(operand, (gast.Tuple, gast.List)) or (isinstance(operand, gast.Name) and operand.id in sequences)
 
 
-def numeric_names(body) -> set[str]:
-    """Names taken to hold numbers or arrays: operands and results of arithmetic and of
-    elementwise rules. A known sequence is excluded by the caller (and its arithmetic refused);
-    a tuple returned by a user function and then repeated (`t * 2`) is not detected yet."""
+def numeric_names(body, active: set[str]) -> set[str]:
+    """Names taken to hold numbers or arrays: results of arithmetic and of elementwise rules, and
+    their operands in differentiated statements. A known sequence is excluded by the caller, and
+    arithmetic that reaches a tuple anyway is refused at run time by `adj.unbroadcast`."""
     numeric = set()
     for stmt in body:
         value = getattr(stmt, "value", None)
         if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
+            continue
+        if stmt.targets[0].id not in active:
             continue
         callee = anno.get(value, anno.CALLEE)
         elementwise = callee is not None and callee.rule is not None and callee.rule.partials is not None

@@ -79,7 +79,7 @@ class _Reverse:
         self.varied = anno.get(node, anno.VARIED)
         self.useful = anno.get(node, anno.USEFUL)
         self.sequences = kinds.sequence_names(node.body)
-        self.cot = _Cotangents(ctx, kinds.numeric_names(node.body) - self.sequences)
+        self.cot = _Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
         self.alias = ctx.runtime_alias

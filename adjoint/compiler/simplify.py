@@ -65,7 +65,7 @@ class _Simplify(gast.NodeTransformer):
         self.generic_visit(node)
         if (
             len(node.ops) == 1 and isinstance(node.ops[0], (gast.Eq, gast.NotEq))
-            and _number(node.left) is not None and _number(node.comparators[0]) is not None
+            and _literal(node.left) and _literal(node.comparators[0])
         ):
             equal = node.left.value == node.comparators[0].value
             return syntax.const(equal if isinstance(node.ops[0], gast.Eq) else not equal)
@@ -76,6 +76,10 @@ class _Simplify(gast.NodeTransformer):
             same = node.left.value is node.comparators[0].value
             return syntax.const(same if isinstance(node.ops[0], gast.Is) else not same)
         return node
+
+
+def _literal(node) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float, str, bool)
 
 
 def _number(node):

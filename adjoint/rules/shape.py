@@ -29,7 +29,7 @@ def T_rrule(a):
 @rrule(np.reshape)
 def reshape_rrule(a, shape, order="C"):
     def reshape_pullback(g):
-        return (np.reshape(g, np.shape(a), order=order), None)
+        return (np.reshape(g, np.shape(a), order=order if order != "A" else adj.layout_order(a)), None)
 
     return np.reshape(a, shape, order=order), reshape_pullback
 

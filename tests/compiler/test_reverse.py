@@ -276,3 +276,72 @@ def test_keyword_arguments_to_python_helper():
     rng = np.random.default_rng(0)
     W1, b1, x = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(2, 3))
     adjoint.testing.check_grad(mlp_with_keywords, W1, b1, x)
+
+
+def _pair(x):
+    return (x, x * 2.0)
+
+
+# ---- 1. a tuple returned by a user function, concatenated or repeated ------------------------
+
+def _concat_callee_tuple(x):
+    t = _pair(x)
+    u = t + t  # tuple concatenation: u = (x, 2x, x, 2x)
+    return np.sum(u[0] * u[3])  # = sum(2 x**2)
+
+
+def test_tuple_from_user_call_concatenated():
+    # refused at run time (silently [0, 0, 0] before) -- `t` is not known to be a sequence (kinds.sequence_names),
+    # so `u = t + t` is differentiated as array addition (`t * 2` likewise).
+    with pytest.raises(AdjointError, match="concatenates"):
+        adjoint.grad(_concat_callee_tuple)(X)
+
+
+# ---- 2. a tuple display reached through another name -----------------------------------------
+
+def _concat_aliased_display(x):
+    t = (x, x * 2.0)
+    s = t  # same with `s = t[0:2]` or `s = nested[0]`, and with lists
+    u = s + s
+    return np.sum(u[0] * u[3])  # = sum(2 x**2)
+
+
+def test_tuple_display_alias_concatenated():
+    # expected: gradient 4x, or the TransformError `t + t` gets when written on `t` itself;
+    # actual: [0, 0, 0] silently (sequence_names does not follow `s = t`).
+    with pytest.raises(adjoint.TransformError, match="tuple or list operand"):
+        adjoint.grad(_concat_aliased_display)(X)
+
+
+# ---- 3. cotangents of a callee's tuple accumulated with `+` ----------------------------------
+
+def _callee_tuple_used_elementwise(x):
+    t = _pair(x)
+    z = np.add(t, 1.0)  # puts `t` among the "numeric" names; z itself is unused
+    a = t[0]
+    b = t[1]
+    return np.sum(a * b)  # = sum(2 x**2)
+
+
+def _callee_tuple_squared_and_indexed(x):
+    t = _pair(x)
+    s = np.sum(np.square(t))
+    a = t[0]
+    b = t[1]
+    return np.sum(a * b) + s
+
+
+def test_callee_tuple_cotangents_concatenated_silently():
+    # expected: 4x; actual: 2x -- `t_bar = unindex(..) + unindex(..)` concatenates the two
+    # tuple cotangents (reverse._Cotangents.accumulate uses `+` since kinds.numeric_names
+    # counts `t` as numeric), and the callee's pullback reads only the first two entries.
+    g = adjoint.grad(_callee_tuple_used_elementwise)(X)
+    np.testing.assert_allclose(g, 4 * X)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="a NumPy function applied to a tuple returned by a "
+                   "user function: containers come with the language-coverage issue")
+def test_callee_tuple_cotangents_concatenated_crash():
+    # expected: passes; actual: ValueError "operands could not be broadcast together with
+    # shapes (2,3) (4,3)" from the generated pullback.
+    check_grad(_callee_tuple_squared_and_indexed, X)

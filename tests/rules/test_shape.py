@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
@@ -147,3 +148,24 @@ def _transpose_negative_axes(x, w):
 def test_transpose_with_negative_axes():
     # expected: gradient is w.T; actual: silently w (argsort((-1, 0)) is the identity)
     check_grad(_transpose_negative_axes, RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2)))
+
+
+# ---- 5. reshape with order="A" -------------------------------------------------------------
+
+W23 = np.arange(6.0).reshape(2, 3)
+
+
+def _reshape_order_a(x):
+    y = np.reshape(x, (3, 2), order="A")  # x is C-contiguous: read in C order
+    return np.sum(y.T * W23)
+
+
+def test_reshape_order_a_follows_the_forward_layout():
+    # expected: reshape(W23.T, (2, 3)) = [[0, 3, 1], [4, 2, 5]];
+    # actual: [[0, 2, 4], [1, 3, 5]] -- the pullback reshapes the cotangent with order="A"
+    # too (rules/shape.py reshape_rrule), and the cotangent (a transpose) is F-contiguous,
+    # so it is read in F order. With an F-contiguous x and a C-contiguous cotangent the
+    # same happens the other way round (check_grad cannot see that one: its shifted
+    # inputs are C-contiguous).
+    x = np.arange(6.0).reshape(2, 3) / 5
+    np.testing.assert_allclose(adjoint.grad(_reshape_order_a)(x), np.reshape(W23.T, (2, 3)))
