@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import adjoint
+
+from support import load_module
 from adjoint.compiler.source import get_source
 
 
@@ -108,18 +110,11 @@ def test_notebook_cells_registered_in_linecache_work():
     assert adjoint.grad(namespace["cell_function"])(1.0) == pytest.approx(3.0)
 
 
-def _load_module(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_source_edited_after_import_is_detected(tmp_path):
     # expected: AdjointError "file was edited" (or the running code's gradient); actual: differentiates the edited body, value 9 != f(x) = 5
     path = tmp_path / "review3_stale.py"
     path.write_text("import numpy as np\n\ndef f(x):\n    return np.sum(x ** 2)\n")
-    module = _load_module(str(path), "review3_stale")
+    module = load_module(str(path), "review3_stale")
     path.write_text("import numpy as np\n\ndef f(x):\n    return np.sum(x ** 3)  # edited\n")
     linecache.checkcache(str(path))  # as tracebacks and inspect do: the new text is what is read
     with pytest.raises(adjoint.AdjointError, match="edited"):
