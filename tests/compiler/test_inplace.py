@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint import AdjointError, TransformError
+from adjoint import TransformError
 from adjoint.testing import check_grad
 
 RNG = np.random.default_rng(0)

@@ -1,7 +1,6 @@
 """compiler.resolve: what each call is, including calls that ask for a non-float dtype."""
 
 import numpy as np
-import pytest
 
 import adjoint
 from adjoint.testing import check_grad
