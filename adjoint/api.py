@@ -180,11 +180,8 @@ def _pullback(f, args, kwargs, positions):
             "positional arguments"
         )
     wrt = tuple(i for i in positions if _carries_gradient(args[i], i, f))
-    rule = registry.lookup(f)
-    if rule is not None:
-        value, generated_pullback = rule.rrule(*args, **kwargs)
-        if not (runtime.is_differentiable(value) or isinstance(value, (tuple, list))):
-            generated_pullback = _no_cotangents  # an integer result (`dtype=int`) has no gradient
+    if registry.lookup(f) is not None:
+        value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
         value, generated_pullback = _forward(f, wrt)(*args, **kwargs)
@@ -337,9 +334,6 @@ def _select(cotangents, wrt):
         seen.add(i)
     return tuple(selected)
 
-
-def _no_cotangents(cotangent):
-    return ()
 
 
 def _require_python_function(f):

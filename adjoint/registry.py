@@ -117,18 +117,16 @@ def _with_zero_cotangents(rule_fn):
     @functools.wraps(rule_fn)
     def checked_rule(*args, **kwargs):
         value, pullback = rule_fn(*args, **kwargs)
+        zero_filled = runtime.zeros_for_none(pullback, args, range(len(args)))
 
         def checked_pullback(cotangent):
-            cotangents = padded(pullback(cotangent), len(args))
+            cotangents = zero_filled(cotangent)
             if len(cotangents) != len(args):
                 raise runtime.RuleError(
                     f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
                     f"cotangents for {len(args)} positional arguments"
                 )
-            return tuple(
-                runtime.zeros_like(arg) if cot is None else cot
-                for arg, cot in zip(args, cotangents)
-            )
+            return cotangents
 
         checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(
             pullback, "__name__", "pullback"

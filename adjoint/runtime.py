@@ -32,6 +32,8 @@ __all__ = [
     "unindex",
     "unpack_bar",
     "vjp",
+    "no_cotangents",
+    "zeros_for_none",
 ]
 
 
@@ -247,8 +249,8 @@ def vjp(wrt, fn, /, *args, **kwargs):
         else:
             value, pullback = fn(*args, **kwargs), None
         if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list)):
-            pullback = _no_cotangents(len(args))  # an integer result (`dtype=int`) has no gradient
-        return value, _zeros_for_none(pullback, args, wrt)
+            pullback = no_cotangents(len(args))  # an integer result (`dtype=int`) has no gradient
+        return value, zeros_for_none(pullback, args, wrt)
     if _transform_hook is None:
         raise RuleError(f"no rule for {fn!r} and no compiler installed to differentiate it")
     forward = _transform_hook(fn, wrt)
@@ -258,15 +260,18 @@ def vjp(wrt, fn, /, *args, **kwargs):
     )
 
 
-def _no_cotangents(count):
+def no_cotangents(count):
+    """A pullback for a result with no gradient: `None` for each of `count` arguments."""
+
     def no_pullback(g):
         return (None,) * count
 
     return no_pullback
 
 
-def _zeros_for_none(pullback, args, wrt):
-    """A rule's `None` for a differentiated argument means zero; generated code needs an array."""
+def zeros_for_none(pullback, args, wrt):
+    """`pullback` with its trailing `None`s padded back and a `None` for an argument in `wrt`
+    made zeros: a rule's `None` means zero, but generated code needs an array."""
 
     def zero_filled_pullback(g):
         cotangents = registry.padded(pullback(g), len(args))

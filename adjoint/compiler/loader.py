@@ -37,7 +37,6 @@ class Compiled:
     parameters: tuple[str, ...]  # of the inner factory, in order
     arguments: tuple[object, ...]  # what to pass for them
     text: str  # the generated function alone
-    filename: str
     arity: int  # positional parameters of the generated function
     bindings: tuple = ()  # (name, attributes, object) the code assumes; see `still_valid`
     rules_version: int = -1  # `registry.version` when it was generated
@@ -63,9 +62,7 @@ def compile_source(
     closure_code = _constant(module_code, "__adjoint_closure__")
     factory_code = _constant(closure_code, "__adjoint_factory__")
     arguments = (runtime,) + tuple(injected.values())
-    return Compiled(
-        factory_code, parameters, arguments, text, filename, arity, tuple(bindings), registry.version
-    )
+    return Compiled(factory_code, parameters, arguments, text, arity, tuple(bindings), registry.version)
 
 
 def instantiate(compiled: Compiled, fn):

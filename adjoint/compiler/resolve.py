@@ -64,9 +64,7 @@ def _with_dtype(callee, call, ctx, local_names) -> Callee:
     if isinstance(dtype, gast.Constant):
         value = dtype.value
     elif text and syntax.root_name(dtype) not in local_names:
-        value = ctx.lookup_global(syntax.root_name(dtype), _UNBOUND)
-        for part in text.split(".")[1:]:
-            value = getattr(value, part, _UNBOUND)
+        value = _lookup_dotted(text, ctx)
         ctx.rely_on(text, value)
     else:
         return dataclasses.replace(callee, kind=DYNAMIC)  # `dtype=x.dtype`: adj.vjp decides
@@ -95,17 +93,24 @@ def _resolve_call(func, ctx, local_names) -> Callee:
     root = syntax.root_name(func)
     if root in local_names:
         return Callee(DYNAMIC, text, method=isinstance(func, gast.Attribute))
-    obj = ctx.lookup_global(root, _UNBOUND)
-    if ctx.is_free_variable(root) and not isinstance(obj, types.ModuleType):
+    if ctx.is_free_variable(root) and not isinstance(ctx.lookup_global(root), types.ModuleType):
         return Callee(DYNAMIC, text)  # closures sharing this code may hold other callees
-    for part in text.split(".")[1:]:
-        obj = getattr(obj, part, _UNBOUND)
+    obj = _lookup_dotted(text, ctx)
     if obj is _UNBOUND:
         return Callee(DYNAMIC, text)  # NameError or AttributeError at run time, as in Python
     callee = classify(obj, text)
     if callee.kind in (RULE, NON_DIFFERENTIABLE):
         ctx.rely_on(text, obj)  # a rebinding of `text` invalidates the generated code
     return callee
+
+
+def _lookup_dotted(text: str, ctx: Context):
+    """What `np.linalg.inv` refers to now in the function's namespace, or `_UNBOUND`."""
+    root, *parts = text.split(".")
+    obj = ctx.lookup_global(root, _UNBOUND)
+    for part in parts:
+        obj = getattr(obj, part, _UNBOUND)
+    return obj
 
 
 def classify(obj, text: str) -> Callee:
