@@ -21,20 +21,55 @@ from .context import Context
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Annotate `node` with its varied and useful names."""
-    params = [a.id for a in node.args.posonlyargs + node.args.args]
-    varied = {params[i] for i in ctx.wrt if i < len(params)}
-    for stmt in node.body:
-        if isinstance(stmt, gast.Assign) and differentiable_operands(stmt.value) & varied:
-            varied |= targets(stmt)
+    args = node.args
+    params = [a.id for a in args.posonlyargs + args.args]
+    varied = {params[i] for i in ctx.wrt if isinstance(i, int) and i < len(params)}
+    varied |= {name for name in ctx.wrt if isinstance(name, str)}  # closure variables
+    if args.vararg is not None and any(isinstance(i, int) and i >= len(params) for i in ctx.wrt):
+        varied.add(args.vararg.id)
+    statements = list(syntax.statements(node.body))
+    while True:  # loops carry values backwards: iterate to a fixed point
+        before = len(varied)
+        for stmt in statements:
+            if differentiable_reads(stmt) & varied:
+                varied |= defined_names(stmt)
+        if len(varied) == before:
+            break
     useful = set()
-    for stmt in reversed(node.body):
-        if isinstance(stmt, gast.Return):
-            useful |= syntax.load_names(stmt.value)
-        elif isinstance(stmt, gast.Assign) and targets(stmt) & useful:
-            useful |= differentiable_operands(stmt.value)
+    while True:
+        before = len(useful)
+        for stmt in reversed(statements):
+            if isinstance(stmt, gast.Return):
+                useful |= syntax.load_names(stmt.value)
+            elif defined_names(stmt) & useful:
+                useful |= differentiable_reads(stmt)
+        if len(useful) == before:
+            break
     anno.set_(node, anno.VARIED, varied)
     anno.set_(node, anno.USEFUL, useful)
     return node
+
+
+def defined_names(stmt) -> set[str]:
+    """Names a statement defines whose values may carry gradients (a loop: its targets)."""
+    if isinstance(stmt, gast.Assign):
+        return targets(stmt)
+    if isinstance(stmt, gast.For):
+        return syntax.stored_names(stmt.target)
+    if isinstance(stmt, gast.FunctionDef):
+        return {stmt.name}
+    return set()
+
+
+def differentiable_reads(stmt) -> set[str]:
+    """Names whose gradients a statement's defined names depend on."""
+    if isinstance(stmt, gast.Assign):
+        return differentiable_operands(stmt.value)
+    if isinstance(stmt, gast.For):
+        return syntax.load_names(stmt.iter) - {"range", "enumerate", "zip", "reversed"}
+    if isinstance(stmt, gast.FunctionDef):
+        return syntax.free_names(stmt)  # a closure carries what it captures
+    return set()
 
 
 def targets(stmt: gast.Assign) -> set[str]:
@@ -43,8 +78,10 @@ def targets(stmt: gast.Assign) -> set[str]:
 
 def differentiable_operands(value) -> set[str]:
     """Names read by `value` through which a derivative can flow."""
-    if isinstance(value, (gast.Compare, gast.JoinedStr, gast.Constant)):
+    if isinstance(value, (gast.Compare, gast.JoinedStr, gast.Constant, gast.Set)):
         return set()
+    if isinstance(value, gast.Lambda):
+        return syntax.free_names(value)
     if isinstance(value, gast.BinOp) and isinstance(value.op, gast.FloorDiv):
         return set()
     if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.Not, gast.Invert)):

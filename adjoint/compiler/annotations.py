@@ -23,6 +23,15 @@ VARIED = "varied"
 USEFUL = "useful"
 
 
+# On a copy `a = b` that `ssa` inserted where control flow joins: "join" (end of a branch arm),
+# "entry" (before a loop), "back" (end of a loop body) or "exit" (after a loop). Written by
+# `ssa`, read by `reverse` (which finds a loop's carried names) and `optimize` (drops dead ones).
+PHI = "phi"
+
+# On a loop: `{carried name: (its name before the loop or None, its name after the loop)}`.
+# Written by `ssa`, read by `reverse`.
+LOOP = "loop"
+
 # On `x = x + d` written by the user as `x += d`: the user's `AugAssign` statement. Written by
 # `normalize`, read by `inplace`, which checks that the rewrite is faithful.
 IN_PLACE = "in_place"

@@ -33,10 +33,13 @@ def printable(text: str) -> str:
 def _comment_bodies(node, ctx):
     for child in [n for n in gast.walk(node) if isinstance(n, gast.FunctionDef)]:
         child.body = _commented(child.body, ctx)
+        for stmt in syntax.statements(child.body):
+            for body in syntax.bodies(stmt):
+                body[:] = _commented(body, ctx, anno.get(stmt, anno.ORIGIN))
 
 
-def _commented(body, ctx):
-    out, previous = [], None
+def _commented(body, ctx, previous=None):
+    out = []
     for stmt in body:
         origin = anno.get(stmt, anno.ORIGIN)
         if origin is not None and origin != previous and not isinstance(stmt, gast.FunctionDef):

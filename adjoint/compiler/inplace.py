@@ -47,7 +47,7 @@ class _Facts:
     varied: set[str]
     useful: set[str]
     params: set[str]
-    definitions: dict  # name -> the statement assigning it
+    definitions: dict  # name -> the statements assigning it
     shared: set[str]  # names also reachable another way
     first_read: dict[str, int]  # name -> first statement reading it with gradient
     aliases: dict[str, set[str]]  # name -> every name that may refer to the same memory
@@ -57,16 +57,17 @@ class _Facts:
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Report in-place updates and effect-only calls that cannot be differentiated faithfully."""
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
+    body = [s for s in syntax.statements(node.body) if not syntax.bodies(s)]
     facts = _Facts(
         varied, useful,
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
-        definitions={t: s for s in node.body if isinstance(s, gast.Assign) for t in _stored(s)},
-        shared=set().union(*(_aliased_by(stmt) for stmt in node.body)),
-        first_read=_first_differentiated_read(node.body, varied, useful),
-        aliases=_alias_classes(node.body),
+        definitions=_definitions(body),
+        shared=set().union(*(_aliased_by(stmt) for stmt in body)),
+        first_read=_first_differentiated_read(body, varied, useful),
+        aliases=_alias_classes(body),
         modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)},
     )
-    for index, stmt in enumerate(node.body):
+    for index, stmt in enumerate(body):
         problem = _problem(stmt, index, facts)
         if problem:
             ctx.problem(*problem)
@@ -94,17 +95,40 @@ def _problem(stmt, index, facts: _Facts):
 
 def _update_problem(update, updated, facts: _Facts):
     name, sign = update.target.id, syntax.symbol(update.op)
-    definition = facts.definitions.get(updated)
-    if updated in facts.params:
-        reason = f"`{name}` is a parameter: in plain Python `{name} {sign}= ...` would update the caller's array"
-    elif updated in facts.shared or isinstance(getattr(definition, "value", None), (gast.Name, gast.Subscript, gast.Attribute)):
+    origins = _origins(updated, facts)
+    if updated in facts.shared or any(isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) for d in origins):
         reason = f"`{name}` may also be reached through another name or view here"
-    elif not _is_fresh(definition):
+    elif not all(_is_fresh(d) for d in origins):
         reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
     else:
         return None
     return (update, f"{reason}, and adjoint does not update arrays in place",
             f"write `{name} = {name} {sign} ...` to make the new value explicit")
+
+
+def _definitions(body) -> dict:
+    definitions: dict = {}
+    for stmt in body:
+        if isinstance(stmt, gast.Assign):
+            for target in _stored(stmt):
+                definitions.setdefault(target, []).append(stmt)
+    return definitions
+
+
+def _origins(name, facts, seen=None) -> list:
+    """The statements that made `name`'s value, through the copies `ssa` made at joins (a
+    parameter has none: the caller's array is never updated, its name is rebound)."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return []
+    seen.add(name)
+    found = []
+    for definition in facts.definitions.get(name, []):
+        if anno.get(definition, anno.PHI):
+            found += _origins(definition.value.id, facts, seen)
+        else:
+            found.append(definition)
+    return found
 
 
 def _first_differentiated_read(body, varied, useful) -> dict[str, int]:
@@ -177,13 +201,17 @@ def _returns_new_array(callee) -> bool:
     """A NumPy or built-in primitive known not to return a view of its input."""
     if callee is None or callee.kind not in (resolve.RULE, resolve.NON_DIFFERENTIABLE):
         return False
-    module = (getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or "").split(".")[0]
-    return module in _FRESH_MODULES and id(callee.obj) not in _VIEWS
+    module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or ""
+    if module == "adjoint.runtime":
+        return True  # `adj.setitem` and `adj.append` build new containers
+    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS
 
 
 def _aliased_by(stmt) -> set[str]:
     """Names whose arrays `stmt` makes reachable another way (copy, container, view, call)."""
     value = getattr(stmt, "value", None)
+    if anno.get(stmt, anno.PHI):
+        return set()  # a join of control flow moves a value, it does not share it
     if isinstance(value, gast.Name):
         return {value.id}
     if isinstance(value, (gast.Tuple, gast.List)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gast
 
+from .. import runtime
 from . import annotations as anno
 from . import syntax
 
@@ -18,11 +19,13 @@ from . import syntax
 def sequence_names(body) -> set[str]:
     """Names certainly holding tuples or lists: displays, and `+`/`*` results involving them."""
     sequences = set()
-    for stmt in body:
+    for stmt in syntax.statements(body):
         value = getattr(stmt, "value", None)
         if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
             continue
-        if isinstance(value, (gast.Tuple, gast.List)) and not syntax.is_atom(value):
+        if isinstance(value, (gast.Tuple, gast.List, gast.Dict)) and not syntax.is_atom(value):
+            sequences.add(stmt.targets[0].id)
+        elif _is_runtime_call(value, "append"):
             sequences.add(stmt.targets[0].id)
         elif isinstance(value, gast.BinOp) and any(is_sequence(o, sequences) for o in (value.left, value.right)):
             sequences.add(stmt.targets[0].id)
@@ -42,7 +45,7 @@ def numeric_names(body, active: set[str]) -> set[str]:
     their operands in differentiated statements. A known sequence is excluded by the caller, and
     arithmetic that reaches a tuple anyway is refused at run time by `adj.unbroadcast`."""
     numeric = set()
-    for stmt in body:
+    for stmt in syntax.statements(body):
         value = getattr(stmt, "value", None)
         if not isinstance(stmt, gast.Assign) or isinstance(stmt.targets[0], gast.Tuple):
             continue
@@ -54,3 +57,7 @@ def numeric_names(body, active: set[str]) -> set[str]:
             numeric.add(stmt.targets[0].id)
             numeric |= syntax.load_names(value) - {syntax.root_name(getattr(value, "func", None))}
     return numeric
+
+
+def _is_runtime_call(value, name) -> bool:
+    return isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) is getattr(runtime, name, None)

@@ -41,9 +41,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rewrite `node`'s body into A-normal form (see the module docstring)."""
     local_names = assigned_names(node)
     normalizer = _Normalizer(ctx, local_names)
-    body = []
-    for stmt in node.body:
-        body.extend(normalizer.statement(stmt))
+    body = normalizer.block(node.body)
     if not body or not isinstance(body[-1], gast.Return):
         body.append(anno.copy_origin(node.body[-1], syntax.returns(syntax.const(None))))
     node.body = body
@@ -55,9 +53,8 @@ def assigned_names(node: gast.FunctionDef) -> set[str]:
     args = node.args
     params = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
     names = {p.id for p in params}
-    for child in gast.walk(node):
-        if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Store):
-            names.add(child.id)
+    for stmt in node.body:
+        names |= syntax.stored_names(stmt)
     return names
 
 
@@ -70,14 +67,27 @@ class _Normalizer:
 
     # ---- statements -------------------------------------------------------------------------
 
-    def statement(self, stmt) -> list:
-        self.out, self.origin = [], stmt
+    def block(self, stmts) -> list:
+        """Normalized statements for `stmts`, a body."""
+        saved, self.out = self.out, []
+        for stmt in stmts:
+            self.statement(stmt)
+        body, self.out = self.out, saved
+        return body
+
+    def nested(self, build) -> list:
+        """The statements `build()` emits, as a separate body (an arm of a branch, a loop body)."""
+        saved, self.out = self.out, []
+        build()
+        body, self.out = self.out, saved
+        return body
+
+    def statement(self, stmt):
+        self.origin = stmt
         if isinstance(stmt, gast.Assign):
             self._assign(stmt.targets, stmt.value)
         elif isinstance(stmt, gast.AugAssign):
-            value = syntax.binop(syntax.name(stmt.target.id), stmt.op, stmt.value)
-            self._assign([stmt.target], value)
-            anno.set_(self.out[-1], anno.IN_PLACE, stmt)
+            self._augmented(stmt)
         elif isinstance(stmt, gast.AnnAssign):
             if stmt.value is not None:
                 self._assign([stmt.target], stmt.value)
@@ -85,14 +95,32 @@ class _Normalizer:
             self._expression_statement(stmt)
         elif isinstance(stmt, gast.Return):
             self._return(stmt)
+        elif isinstance(stmt, gast.If):
+            test = self.atom(stmt.test, "cond")
+            body, orelse = self.block(stmt.body), self.block(stmt.orelse)
+            self.origin = stmt
+            self._emit(gast.If(test=test, body=body, orelse=orelse))
+        elif isinstance(stmt, gast.For):
+            self._for(stmt)
+        elif isinstance(stmt, gast.While):
+            self._while(stmt)
+        elif isinstance(stmt, gast.With):
+            body = self.block(stmt.body)
+            self.origin = stmt
+            self._emit(gast.With(items=stmt.items, body=body, type_comment=None))
+        elif isinstance(stmt, gast.Try):
+            body, final = self.block(stmt.body), self.block(stmt.finalbody)
+            self.origin = stmt
+            self._emit(gast.Try(body=body, handlers=[], orelse=[], finalbody=final))
         elif not isinstance(stmt, gast.Pass):
-            self._emit(stmt)
-        return self.out
+            self._emit(stmt)  # assert, raise, nested def, `if flag: break`
 
     def _assign(self, targets, value):
         first, *others = targets
         if isinstance(first, gast.Name):
             self._emit(syntax.assign(first.id, self.rhs(value, first.id)))
+        elif isinstance(first, gast.Subscript):
+            self._store_item(first, self.atom(value, _target_hint(first)))
         elif _is_parallel(first, value):
             for target, element in zip(first.elts, value.elts):
                 self._assign([target], element)
@@ -105,9 +133,45 @@ class _Normalizer:
             elif isinstance(other, gast.Name):
                 self._emit(syntax.assign(other.id, syntax.name(source)))
             else:
-                self._unpack(other, syntax.name(source))
+                self._assign([other], syntax.name(source))
+
+    def _augmented(self, stmt):
+        target = stmt.target
+        if isinstance(target, gast.Name):
+            value = syntax.binop(syntax.name(target.id), stmt.op, stmt.value)
+            self._assign([target], value)
+            anno.set_(self.out[-1], anno.IN_PLACE, stmt)
+            return
+        container = self.atom(target.value, _target_hint(target))
+        index = self._index(target.slice, _target_hint(target))
+        hint = _target_hint(target)
+        current = self._temp(hint + "_item", syntax.subscript(container, syntax.copy_node(index)))
+        updated = self._temp(hint + "_" + _OPERATOR_TAGS.get(type(stmt.op), "op"),
+                             syntax.binop(current, stmt.op, self.atom(stmt.value, hint)))
+        self._set_item(container, index, updated, target)
+
+    def _store_item(self, target, value):
+        """`y[i] = v` as `y = adj.setitem(y, i, v)`: adjoint never updates arrays in place."""
+        container = self.atom(target.value, _target_hint(target))
+        self._set_item(container, self._index(target.slice, _target_hint(target)), value, target)
+
+    def _set_item(self, container, index, value, target):
+        index = _index_value(index, self.ctx.reach("slice", slice))
+        updated = syntax.call(f"{self.ctx.runtime_alias}.setitem", [container, index, value])
+        if isinstance(target.value, gast.Name):
+            self._emit(syntax.assign(target.value.id, updated))
+        elif isinstance(target.value, gast.Subscript):  # y[i][j] = v
+            temp = self._temp(_target_hint(target), updated)
+            self._store_item(target.value, temp)
+        else:
+            self.ctx.problem(target, f"assigning into `{syntax.unparse(target.value)}` is not supported yet",
+                             "assign into a local name: `y = obj.field; y[i] = v`")
 
     def _unpack(self, target, source):
+        starred = [i for i, e in enumerate(target.elts) if isinstance(e, gast.Starred)]
+        if starred:
+            self._unpack_starred(target, source, starred[0])
+            return
         names = []
         for index, element in enumerate(target.elts):
             later = [e.id for e in target.elts[index + 1 :] if isinstance(e, gast.Name)]
@@ -121,12 +185,30 @@ class _Normalizer:
         self._emit(syntax.assign(syntax.tuple_(names, syntax.STORE), source))
         for element, placeholder in zip(target.elts, names):
             if not isinstance(element, gast.Name):
-                self._unpack(element, syntax.name(placeholder.id))
+                self._assign([element], syntax.name(placeholder.id))
+
+    def _unpack_starred(self, target, source, star):
+        """`a, *rest, b = xs`: items and a slice, `rest` a list as Python makes it."""
+        after = len(target.elts) - star - 1
+        for index, element in enumerate(target.elts):
+            if index == star:
+                part = syntax.subscript(source, syntax.slice_(syntax.const(star) if star else None,
+                                                              syntax.const(-after) if after else None, None))
+                listed = syntax.call(self.ctx.reach("list", list), [self.atom(part, "_".join(_target_names(element)))])
+                self._assign([element.value], listed)
+            else:
+                position = index if index < star else index - len(target.elts)
+                self._assign([element], syntax.subscript(source, syntax.const(position)))
 
     def _expression_statement(self, stmt):
         value = stmt.value
         if isinstance(value, gast.Constant) or syntax.is_atom(value):
             return  # docstrings and bare names do nothing
+        if _is_append(value, self.local_names):
+            lst = value.func.value.id
+            element = self.atom(value.args[0], lst)
+            self._emit(syntax.assign(lst, syntax.call(f"{self.ctx.runtime_alias}.append", [syntax.name(lst), element])))
+            return
         self._emit(syntax.expression_statement(self.rhs(value, _call_tag(value) or "value")))
 
     def _return(self, stmt):
@@ -136,9 +218,53 @@ class _Normalizer:
         hint = self.ctx.source.name if self.ctx.source.name != "<lambda>" else "out"
         self._emit(syntax.returns(self.atom(stmt.value, hint, name_whole=True)))
 
+    def _for(self, stmt):
+        iterable = self._iterable(stmt.iter)
+        body = self.block(stmt.body)
+        self.origin = stmt
+        self._emit(gast.For(target=stmt.target, iter=iterable, body=body, orelse=[], type_comment=None))
+
+    def _iterable(self, expr):
+        """`range(n)`, `enumerate(xs)`, `zip(a, b)`, `reversed(xs)` kept as calls of atoms (the
+        pullback reads their structure), anything else an atom."""
+        if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) and not expr.keywords:
+            builtin = _ITERATORS.get(expr.func.id)
+            if builtin is not None and expr.func.id not in self.local_names and self.ctx.lookup_global(expr.func.id) is builtin:
+                args = [self._iterable(a) if expr.func.id != "range" else self.atom(a, "stop") for a in expr.args]
+                return syntax.call(expr.func.id, args)
+        return self.atom(expr, "items")
+
+    def _while(self, stmt):
+        """`while test: body` as `c = test; while c: body; c = test`, so the test is an atom."""
+        if isinstance(stmt.test, gast.Constant):
+            body = self.block(stmt.body)
+            self.origin = stmt
+            self._emit(gast.While(test=stmt.test, body=body, orelse=[]))
+            return
+        flag = self.ctx.namer.new("running")
+        recompute = self.nested(lambda: self._emit(syntax.assign(flag, self.rhs(stmt.test, flag))))
+        self.out.extend(recompute)
+        body = self.block(stmt.body)
+        self.origin = stmt
+        again = syntax.copy_node(recompute)
+        if body and syntax.is_break_check(body[-1]):  # the test is not evaluated after a `break`
+            guard = gast.If(test=syntax.unary(gast.Not, body[-1].test), body=again, orelse=[])
+            body[-1:-1] = [anno.copy_origin(stmt, guard)]
+        else:
+            body.extend(again)
+        self.origin = stmt
+        self._emit(gast.While(test=syntax.name(flag), body=body, orelse=[]))
+
     def _emit(self, stmt):
         anno.copy_origin(self.origin, stmt)
+        if not hasattr(stmt, "lineno") and hasattr(self.origin, "lineno"):
+            gast.copy_location(stmt, self.origin)
         self.out.append(stmt)
+
+    def _temp(self, hint, rhs):
+        temp = self.ctx.namer.new(hint)
+        self._emit(syntax.assign(temp, rhs))
+        return syntax.name(temp)
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -152,6 +278,9 @@ class _Normalizer:
             return syntax.name(self.out[-1].targets[0].id)
         if syntax.is_atom(folded) or self._is_global_read(folded):
             return folded
+        lowered = self._lowered(folded, hint)
+        if lowered is not None:
+            return lowered
         rhs = self.rhs(folded, hint)
         temp = self.ctx.namer.new(hint if name_whole else f"{hint}_{_tag(folded)}")
         self._emit(syntax.assign(temp, rhs))
@@ -166,6 +295,9 @@ class _Normalizer:
         return new
 
     def _rhs(self, expr, hint: str):
+        lowered = self._lowered(expr, hint)
+        if lowered is not None:
+            return lowered
         if isinstance(expr, gast.BinOp):
             return syntax.binop(self.atom(expr.left, hint), expr.op, self.atom(expr.right, hint))
         if isinstance(expr, gast.UnaryOp):
@@ -180,10 +312,102 @@ class _Normalizer:
             return syntax.attr(self.atom(expr.value, hint), expr.attr)
         if isinstance(expr, gast.Subscript):
             return syntax.subscript(self.atom(expr.value, hint), self._index(expr.slice, hint))
-        if isinstance(expr, (gast.Tuple, gast.List)):
-            build = syntax.tuple_ if isinstance(expr, gast.Tuple) else syntax.list_
-            return build([self.atom(e, hint) for e in expr.elts])
-        return expr  # atoms, f-strings, and constructs the fence reported
+        if isinstance(expr, (gast.Tuple, gast.List, gast.Set)):
+            if any(isinstance(e, gast.Starred) for e in expr.elts):
+                self.ctx.problem(expr, "starred items in a display are not supported yet", "concatenate instead: `list(a) + [b]`")
+                return expr
+            elements = [self.atom(e, hint) for e in expr.elts]
+            return gast.Set(elts=elements) if isinstance(expr, gast.Set) else (
+                syntax.tuple_(elements) if isinstance(expr, gast.Tuple) else syntax.list_(elements))
+        if isinstance(expr, gast.Dict):
+            if any(k is None for k in expr.keys):
+                self.ctx.problem(expr, "`**` in a dict display is not supported yet", "build the dict with `dict(a, key=value)`")
+                return expr
+            keys = [self.atom(k, hint + "_key") for k in expr.keys]
+            return gast.Dict(keys=keys, values=[self.atom(v, hint) for v in expr.values])
+        return expr  # atoms, lambdas, f-strings, and constructs the fence reported
+
+    def _lowered(self, expr, hint):
+        """A conditional expression, `and`/`or` or a comprehension as statements (which the
+        pullback can follow), its value in a new name; None for other expressions."""
+        if isinstance(expr, gast.IfExp):
+            test = self.atom(expr.test, hint)
+            result = self.ctx.namer.new(hint if hint.endswith("_value") else f"{hint}_value")
+            arms = [self.nested(lambda e=e: self._emit(syntax.assign(result, self.rhs(e, result)))) for e in (expr.body, expr.orelse)]
+            self._emit(gast.If(test=test, body=arms[0], orelse=arms[1]))
+            return syntax.name(result)
+        if isinstance(expr, gast.BoolOp):
+            return self._boolean(expr, hint)
+        if isinstance(expr, (gast.ListComp, gast.GeneratorExp, gast.DictComp)):
+            return self._comprehension(expr, hint)
+        if isinstance(expr, gast.Call) and _is_builtin_sum_of_generator(expr, self):
+            return self._comprehension(expr.args[0], hint, total=expr.args[1] if len(expr.args) > 1 else syntax.const(0))
+        return None
+
+    def _boolean(self, expr, hint):
+        """`a and b` is `a` if `a` is false, else `b`: evaluated left to right, stopping early."""
+        result = self.ctx.namer.new(f"{hint}_{'and' if isinstance(expr.op, gast.And) else 'or'}")
+        self._emit(syntax.assign(result, self.rhs(expr.values[0], result)))
+        rest = expr.values[1:]
+
+        def chain(values):
+            self._emit(syntax.assign(result, self.rhs(values[0], result)))
+            if len(values) > 1:
+                _continue(values[1:])
+
+        def _continue(values):
+            test = syntax.name(result)
+            if isinstance(expr.op, gast.Or):
+                test = self._temp(f"{result}_false", syntax.unary(gast.Not, test))
+            self._emit(gast.If(test=test, body=self.nested(lambda: chain(values)), orelse=[]))
+
+        _continue(rest)
+        return syntax.name(result)
+
+    def _comprehension(self, expr, hint, total=None):
+        """`[e for x in xs if c]` as a loop appending to a new list; `sum(e for ...)` as a loop
+        adding to a running total, as `sum` does; `{k: v for ...}` as a loop filling a dict."""
+        result = self.ctx.namer.new(hint if total is None else f"{hint}_total")
+        renamed = {}
+        for generator in expr.generators:  # comprehension variables are local to it
+            for target in syntax.stored_names(generator.target):
+                renamed[target] = self.ctx.namer.new(target)
+        if total is not None:
+            self._emit(syntax.assign(result, self.rhs(total, result)))
+        else:
+            self._emit(syntax.assign(result, gast.Dict(keys=[], values=[]) if isinstance(expr, gast.DictComp) else syntax.list_([])))
+        alias = self.ctx.runtime_alias
+
+        def innermost():
+            if isinstance(expr, gast.DictComp):
+                key = self.atom(syntax.substitute(expr.key, renamed), result + "_key")
+                value = self.atom(syntax.substitute(expr.value, renamed), result)
+                self._emit(syntax.assign(result, syntax.call(f"{alias}.setitem", [syntax.name(result), key, value])))
+                return
+            element = self.atom(syntax.substitute(expr.elt, renamed), result + "_item")
+            if total is not None:
+                self._emit(syntax.assign(result, syntax.binop(syntax.name(result), gast.Add, element)))
+            else:
+                self._emit(syntax.assign(result, syntax.call(f"{alias}.append", [syntax.name(result), element])))
+
+        def loop(generators):
+            generator, *rest = generators
+            iterable = self._iterable(syntax.substitute(generator.iter, renamed))
+
+            def body():
+                def filtered(conditions):
+                    if not conditions:
+                        return loop(rest) if rest else innermost()
+                    test = self.atom(syntax.substitute(conditions[0], renamed), result)
+                    self._emit(gast.If(test=test, body=self.nested(lambda: filtered(conditions[1:])), orelse=[]))
+
+                filtered(list(generator.ifs))
+
+            target = syntax.substitute(generator.target, renamed)
+            self._emit(gast.For(target=target, iter=iterable, body=self.nested(body), orelse=[], type_comment=None))
+
+        loop(expr.generators)
+        return syntax.name(result)
 
     def _call(self, expr, hint):
         func = expr.func
@@ -191,8 +415,9 @@ class _Normalizer:
             func = syntax.attr(self.atom(func.value, hint), func.attr)  # `(a - b).mean()` stays a method call
         elif syntax.dotted(func) is None:
             func = self.atom(func, hint + "_fn")
-        args = [self.atom(a, hint) for a in expr.args]
-        keywords = {k.arg: self.atom(k.value, hint) for k in expr.keywords}
+        args = [gast.Starred(value=self.atom(a.value, hint), ctx=gast.Load()) if isinstance(a, gast.Starred)
+                else self.atom(a, hint) for a in expr.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, hint)) for k in expr.keywords]
         return syntax.call(func, args, keywords)
 
     def _index(self, index, hint):
@@ -223,6 +448,41 @@ class _Normalizer:
 
 
 _LIBRARIES = {"numpy", "math", "scipy", "builtins", "cmath"}
+_ITERATORS = {"range": range, "enumerate": enumerate, "zip": zip, "reversed": reversed}
+
+
+def _is_builtin_sum_of_generator(call, normalizer) -> bool:
+    func = call.func
+    return (
+        isinstance(func, gast.Name) and func.id == "sum" and func.id not in normalizer.local_names
+        and normalizer.ctx.lookup_global("sum") is sum and not call.keywords and 1 <= len(call.args) <= 2
+        and isinstance(call.args[0], (gast.GeneratorExp, gast.ListComp))
+    )
+
+
+def _is_append(value, local_names) -> bool:
+    """`lst.append(v)` on a local list (adjoint rebinds `lst` to a new list instead)."""
+    return (
+        isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "append"
+        and isinstance(value.func.value, gast.Name) and value.func.value.id in local_names
+        and len(value.args) == 1 and not value.keywords
+    )
+
+
+def _target_hint(target) -> str:
+    while isinstance(target, (gast.Subscript, gast.Attribute)):
+        target = target.value
+    return target.id if isinstance(target, gast.Name) else "item"
+
+
+def _index_value(index, slice_name):
+    """An index as an ordinary expression: `1:3` becomes `slice(1, 3, None)`."""
+    if isinstance(index, gast.Slice):
+        parts = [syntax.const(None) if p is None else p for p in (index.lower, index.upper, index.step)]
+        return syntax.call(slice_name, parts)
+    if isinstance(index, gast.Tuple):
+        return syntax.tuple_([_index_value(e, slice_name) for e in index.elts])
+    return index
 _UNBOUND = object()
 
 
@@ -274,4 +534,8 @@ def _call_tag(expr):
 def _target_names(target):
     if isinstance(target, gast.Name):
         return [target.id]
+    if isinstance(target, gast.Starred):
+        return _target_names(target.value)
+    if not isinstance(target, (gast.Tuple, gast.List)):
+        return [_target_hint(target)]
     return [n for element in target.elts for n in _target_names(element)]

@@ -12,27 +12,50 @@ from __future__ import annotations
 
 import gast
 
+from . import annotations as anno
 from . import syntax
 from .context import Context
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    """Drop dead assignments from the pullback closure nested in `node`."""
-    for stmt in node.body:
-        if isinstance(stmt, gast.FunctionDef):
-            stmt.body = _without_dead_assignments(stmt.body)
+    """Drop dead assignments from the pullback closure nested in `node`, and dead copies that
+    `ssa` made where control flow joins."""
+    pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef))
+    pullback.body = _without_dead_assignments(pullback.body, set())
+    _drop_dead_copies(node)
     return node
 
 
-def _without_dead_assignments(body):
-    live: set[str] = set()
+def _without_dead_assignments(body, live: set) -> list:
+    """`body` without assignments to names nothing reads later (`live`: read after `body`)."""
     kept = []
     for stmt in reversed(body):
         if isinstance(stmt, gast.Assign):
-            stored = {n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)}
+            stored = syntax.stored_names(stmt.targets[0])
             if not stored & live:
                 continue
             live -= stored
+        elif syntax.bodies(stmt):
+            # a loop reads its own names again in the next iteration: keep loop bodies whole
+            if not isinstance(stmt, (gast.For, gast.While)):
+                for nested in syntax.bodies(stmt):
+                    nested[:] = _without_dead_assignments(nested, set(live))
+            live |= set().union(*(syntax.load_names(s) for s in syntax.statements([stmt])))
+            kept.append(stmt)
+            continue
         live |= syntax.load_names(stmt)
         kept.append(stmt)
     return kept[::-1]
+
+
+def _drop_dead_copies(node) -> None:
+    while True:
+        reads = syntax.load_names(node)
+        dead = [s for s in syntax.statements(node.body) if anno.get(s, anno.PHI) and not syntax.stored_names(s) & reads]
+        if not dead:
+            return
+        dead_ids = {id(s) for s in dead}
+        for stmt in syntax.statements(node.body):
+            for index, body in enumerate(syntax.bodies(stmt)):
+                body[:] = [s for s in body if id(s) not in dead_ids] or ([gast.Pass()] if index == 0 else [])
+        node.body = [s for s in node.body if id(s) not in dead_ids]

@@ -1,5 +1,5 @@
-"""The compiler, start to finish: source -> fence -> normalize -> ssa -> resolve -> activity ->
-inplace -> reverse -> optimize -> emit -> load.
+"""The compiler, start to finish: source -> fence -> control -> normalize -> ssa -> resolve ->
+activity -> inplace -> reverse -> optimize -> emit -> load.
 
 `forward_function(fn, wrt)` returns the generated forward function of `fn` for the parameter
 positions `wrt`; the transform is cached per code object and `wrt`, and instantiated once per
@@ -14,7 +14,7 @@ import sys
 import weakref
 
 from .. import runtime
-from . import activity, emit, fence, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax
+from . import activity, control, emit, fence, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax
 from .context import Context
 from .source import get_source
 
@@ -22,6 +22,7 @@ DEBUG = bool(os.environ.get("ADJOINT_DEBUG"))
 
 # The passes after `fence`, in order; each is `transform(node, ctx) -> node`.
 PASSES = (
+    ("control", control.transform),
     ("normalize", normalize.transform),
     ("ssa", ssa.transform),
     ("resolve", resolve.transform),
@@ -47,8 +48,9 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None):
     ctx = Context(fn, get_source(fn), tuple(wrt))
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
-    ctx.local_names = normalize.assigned_names(node)
     for name, transform in PASSES:
+        if name == "normalize":
+            ctx.local_names = normalize.assigned_names(node)
         node = transform(node, ctx)
         _debug(name, node)
         if name == until:

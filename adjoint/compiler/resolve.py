@@ -19,7 +19,7 @@ import types
 import gast
 import numpy as np
 
-from .. import registry
+from .. import registry, runtime
 from . import annotations as anno
 from . import syntax
 from .context import Context
@@ -42,7 +42,7 @@ class Callee:
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Annotate every call and local attribute read of `node`'s statements with a `Callee`."""
     local_names = assigned_names(node)
-    for stmt in node.body:
+    for stmt in syntax.statements(node.body):
         value = getattr(stmt, "value", None)
         if isinstance(value, gast.Call):
             callee = _resolve_call(value.func, ctx, local_names)
@@ -91,6 +91,8 @@ def _argument(call, signature_of, name):
 def _resolve_call(func, ctx, local_names) -> Callee:
     text = syntax.dotted(func)
     root = syntax.root_name(func)
+    if root == ctx.runtime_alias:  # `adj.setitem`, written by `normalize`
+        return classify(getattr(runtime, text.split(".", 1)[1]), text)
     if root in local_names:
         return Callee(DYNAMIC, text, method=isinstance(func, gast.Attribute))
     if ctx.is_free_variable(root) and not isinstance(ctx.lookup_global(root), types.ModuleType):

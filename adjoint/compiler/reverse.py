@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import registry
 from . import annotations as anno
-from . import inline, kinds, resolve, syntax
+from . import inline, kinds, loops, resolve, syntax
+from . import activity
 from .activity import targets
 from .context import Context
 
@@ -83,21 +84,39 @@ class _Reverse:
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
         self.alias = ctx.runtime_alias
+        self.records: list = []  # every loop's `LoopRecord`, completed once the pullback is written
+        self.building: list = []  # the loops whose forward is being written, innermost last
+        self.emitting: list = []  # the loops whose pullback is being written, innermost last
+
+    def block(self, stmts):
+        """The forward statements and adjoint entries of a body."""
+        saved = self.forward, self.adjoints
+        self.forward, self.adjoints = [], []
+        for stmt in stmts:
+            self.statement(stmt)
+        result = self.forward, self.adjoints
+        self.forward, self.adjoints = saved
+        return result
+
+    def emit_block(self, adjoints) -> list:
+        """The pullback code of a body's adjoint entries, last statement first."""
+        code = []
+        for stmt, emit in reversed(adjoints):
+            code.extend(anno.copy_origin(stmt, emit()))
+        return code
 
     def build(self) -> gast.FunctionDef:
         *body, ret = self.node.body
-        for stmt in body:
-            self.statement(stmt)
+        self.forward, self.adjoints = self.block(body)
         fname = "lambda" if self.ctx.source.name == "<lambda>" else self.ctx.source.name
         pullback_name = self.ctx.namer.new(f"{fname}_pullback")
         out = ret.value
         seed = self.cot.name(out.id) if isinstance(out, gast.Name) else self.ctx.namer.new("out_bar")
         if isinstance(out, gast.Name) and out.id in self.varied:
             self.cot.live.add(out.id)
-        pullback_body = []
-        for stmt, emit in reversed(self.adjoints):
-            block = emit()
-            pullback_body.extend(anno.copy_origin(stmt, block))
+        pullback_body = self.emit_block(self.adjoints)
+        for record in self.records:
+            loops.finish(self, record)
         pullback_body.append(syntax.returns(self._parameter_cotangents()))
         pullback = syntax.function(pullback_name, syntax.positional_args([seed]), pullback_body)
         anno.copy_origin(ret, pullback)
@@ -124,6 +143,22 @@ class _Reverse:
     # ---- statements -------------------------------------------------------------------------
 
     def statement(self, stmt):
+        if isinstance(stmt, gast.If) and not syntax.is_break_check(stmt):
+            self._branch(stmt)
+            return
+        if isinstance(stmt, (gast.For, gast.While)):
+            self._loop(stmt)
+            return
+        if isinstance(stmt, (gast.With, gast.Try)):
+            parts = [self.block(body) for body in syntax.bodies(stmt)]
+            if isinstance(stmt, gast.With):
+                self.forward.append(gast.With(items=stmt.items, body=parts[0][0], type_comment=None))
+            else:
+                self.forward.append(gast.Try(body=parts[0][0], handlers=[], orelse=[], finalbody=parts[1][0]))
+            anno.copy_origin(stmt, self.forward[-1])
+            for _, adjoints in parts:  # the pullback runs outside the block
+                self.adjoints.extend(adjoints)
+            return
         if not isinstance(stmt, gast.Assign):
             self.forward.append(stmt)
             return
@@ -146,6 +181,7 @@ class _Reverse:
             if not any(e in self.cot.live for e in elements):
                 return []
             parts = [self.cot.load(e) if e in self.cot.live else syntax.const(None) for e in elements]
+            self.cot.live.difference_update(elements)
             packed = syntax.call(f"{self.alias}.unpack_bar", [syntax.tuple_(parts), syntax.name(source)])
             return [self.cot.accumulate(source, packed)]
 
@@ -173,6 +209,9 @@ class _Reverse:
             self.forward.append(stmt)
             count = len(value.elts)
             self._adjoint(stmt, target, value.elts, lambda bar: ([], [_item(syntax.name(bar), i) for i in range(count)]))
+        elif isinstance(value, (gast.Constant, gast.Compare)) or not activity.differentiable_operands(value):
+            self.forward.append(stmt)  # a constant: nothing flows back, the cotangent ends here
+            self._adjoint(stmt, target, [], lambda bar: ([], []))
         else:
             self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
 
@@ -200,6 +239,56 @@ class _Reverse:
         else:
             self._vjp_call(stmt, target, call, callee)
 
+    # ---- control flow -----------------------------------------------------------------------
+
+    def _branch(self, stmt):
+        (body, body_adjoints), (orelse, orelse_adjoints) = self.block(stmt.body), self.block(stmt.orelse)
+        forward = gast.If(test=stmt.test, body=body or [gast.Pass()], orelse=orelse)
+        self.forward.append(anno.copy_origin(stmt, forward))
+
+        def emit():
+            live_before = set(self.cot.live)
+            arms = []
+            for adjoints in (body_adjoints, orelse_adjoints):
+                self.cot.live = set(live_before)
+                arms.append((self.emit_block(adjoints), self.cot.live))
+            joined = arms[0][1] | arms[1][1]
+            for code, live in arms:
+                code.extend(self._zeros(name) for name in sorted(joined - live))
+            self.cot.live = joined
+            if not arms[0][0] and not arms[1][0]:
+                return []
+            return [gast.If(test=syntax.copy_node(stmt.test), body=arms[0][0] or [gast.Pass()], orelse=arms[1][0])]
+
+        self.adjoints.append((stmt, emit))
+
+    def _loop(self, stmt):
+        sources, counter = [], None
+        if isinstance(stmt, gast.For):
+            needed = syntax.stored_names(stmt.target) & self.varied & self.useful
+            position = syntax.name(self.ctx.namer.new("index")) if needed else None
+            sources = loops.element_sources(stmt.target, stmt.iter, position) if needed else []
+            if sources is None:
+                self._unsupported(
+                    stmt, stmt.iter, "adjoint cannot follow the gradient through this loop's iterable",
+                    "loop over a sequence, `range`, or `enumerate`/`zip`/`reversed` of sequences",
+                )
+                sources = []
+            if any(position.id in syntax.load_names(index) for _, _, index in sources):
+                counter = position.id
+        record = loops.LoopRecord(None, self.forward, [], anno.get(stmt, anno.LOOP) or {}, sources, set(),
+                                  parent=self.building[-1] if self.building else None)
+        self.building.append(record)
+        body, adjoints = self.block(stmt.body)
+        self.building.pop()
+        loops.forward(self, stmt, record, body, adjoints, counter)
+        self.forward.append(record.loop)
+        self.records.append(record)
+        self.adjoints.append((stmt, lambda: loops.emit(self, record)))
+
+    def _zeros(self, name):
+        return syntax.assign(self.cot.name(name), syntax.call(f"{self.alias}.zeros_like", [syntax.name(name)]))
+
     # ---- adjoints ---------------------------------------------------------------------------
 
     def _adjoint(self, stmt, target, operands, make):
@@ -213,9 +302,14 @@ class _Reverse:
             if target not in self.cot.live:
                 return []
             statements, contributions = make(self.cot.name(target))
+            self.cot.live.discard(target)  # its cotangent flows into its definition only
             block = list(statements)
             for operand, contribution in zip(operands, contributions):
-                if contribution is not None and isinstance(operand, gast.Name) and operand.id in self.varied:
+                if contribution is None or not (isinstance(operand, gast.Name) and operand.id in self.varied):
+                    continue
+                if isinstance(contribution, gast.stmt):
+                    block.append(contribution)  # added in place into a buffer
+                else:
                     block.append(self.cot.accumulate(operand.id, contribution))
             return block
 
@@ -265,12 +359,15 @@ class _Reverse:
         pair = syntax.tuple_([syntax.store(target), syntax.store(pullback)], syntax.STORE)
         self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
         active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
+        names = []  # the cotangents' name, made once however often the block is written
 
         def make(bar):
             cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
             if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
                 return [], [_item(cotangents, i) if i in active else None for i in range(len(args))]
-            bars = self.ctx.namer.new(f"{self.cot.name(target)}s")
+            if not names:
+                names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
+            bars = names[0]
             contributions = [_item(syntax.name(bars), i) if i in active else None for i in range(len(args))]
             return [syntax.assign(bars, cotangents)], contributions
 
@@ -279,10 +376,13 @@ class _Reverse:
     def _subscript(self, stmt, target, value):
         self.forward.append(stmt)
         index = _index_value(value.slice, self.ctx.reach("slice", slice))
-        self._adjoint(
-            stmt, target, [value.value],
-            lambda bar: ([], [syntax.call(f"{self.alias}.unindex", [syntax.name(bar), value.value, index])]),
-        )
+
+        def make(bar):
+            buffered = isinstance(value.value, gast.Name) and loops.buffered_contribution(
+                self, value.value.id, index, syntax.name(bar))
+            return [], [buffered or syntax.call(f"{self.alias}.unindex", [syntax.name(bar), value.value, index])]
+
+        self._adjoint(stmt, target, [value.value], make)
 
     # ---- problems ---------------------------------------------------------------------------
 

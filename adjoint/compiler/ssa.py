@@ -1,51 +1,262 @@
-"""SSA: give every rebinding of a name a new name, so each name is assigned exactly once.
+"""SSA: give every rebinding of a name a new name, so each name is assigned in one place.
 
 Assumes: a normalized function (see `normalize`).
-Guarantees: no name is assigned twice, and no parameter is assigned; reads refer to the
-binding live at that point. The pullback can then capture any forward value by name.
+Guarantees:
+- no parameter is assigned, and each name is assigned by one statement, except the names
+  where control flow joins, which are assigned by copies marked `PHI`:
+  - after a branch, a name assigned in either arm gets one name for both (`y_1` below);
+  - a name a loop assigns and reads across iterations or after it is carried in its own name
+    `p`: `p = <value before>` before the loop (`PHI` "entry"), `p = <new value>` at the end
+    of the body (before a trailing `if flag: break`, "back"), and the code after the loop
+    reads a copy `e = p` ("exit"), so names assigned inside a loop are read only inside it;
+- the loop carries `LOOP`: `{p: (name before the loop or None, e)}`;
+- reads refer to the binding live at that point, also inside nested functions and lambdas.
+The pullback can then capture any forward value by name, and a loop's values per iteration.
 
-Before:  x = x * 2          After:  x_1 = x * 2
-         y = np.sin(x)              y = np.sin(x_1)
+Before:  y = x                     After:  y = x
+         if c:                             if c:
+             y = y * 2                         y_1 = y * 2
+                                           else:
+                                               y_1 = y
+         return y                          return y_1
 """
 
 from __future__ import annotations
 
 import gast
 
+from . import annotations as anno
+from . import syntax
 from .context import Context
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rename rebound names in `node`'s body (see the module docstring)."""
     args = node.args
-    defined = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
-    defined |= {a.id for a in (args.vararg, args.kwarg) if a}
-    current: dict[str, str] = {}
-    for stmt in node.body:
-        _Rename(current, loads=True).visit(stmt)
-        stores = {}
-        for target in _stored_names(stmt):
-            if target in defined:
-                stores[target] = ctx.namer.new(target)
-            defined.add(stores.get(target, target))
-        _Rename(stores, loads=False).visit(stmt)
-        current.update(stores)
-        for target in _stored_names(stmt):
-            current.setdefault(target, target)
+    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    params |= {a.id for a in (args.vararg, args.kwarg) if a}
+    node.body = _SSA(ctx, params).block(node.body, {p: p for p in params}, set())
     return node
 
 
-def _stored_names(stmt):
-    if isinstance(stmt, gast.Assign):
-        return [n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)]
-    return []
+class _SSA:
+    def __init__(self, ctx, params):
+        self.ctx = ctx
+        self.defined = set(params)
+
+    def fresh(self, name: str) -> str:
+        if name in self.defined:
+            name = self.ctx.namer.new(name)
+        self.defined.add(name)
+        return name
+
+    def block(self, stmts, current: dict, later: set) -> list:
+        """`stmts` renamed; `later` holds the names read after them (then read the new names)."""
+        out = []
+        reads_after = [set() for _ in stmts]
+        for index in range(len(stmts) - 2, -1, -1):
+            reads_after[index] = reads_after[index + 1] | _loads_in(stmts[index + 1])
+        for stmt, after in zip(stmts, reads_after):
+            out.extend(self.statement(stmt, current, after | later))
+        return out
+
+    def statement(self, stmt, current, later) -> list:
+        if isinstance(stmt, gast.If) and not syntax.is_break_check(stmt):
+            return self._branch(stmt, current, later)
+        if isinstance(stmt, (gast.For, gast.While)):
+            return self._loop(stmt, current, later)
+        if isinstance(stmt, gast.With):
+            for item in stmt.items:
+                _Rename(current).visit(item.context_expr)
+            stmt.body = self.block(stmt.body, current, later)
+            return [stmt]
+        if isinstance(stmt, gast.Try):
+            stmt.body = self.block(stmt.body, current, later | _loads_in(stmt.finalbody))
+            stmt.finalbody = self.block(stmt.finalbody, current, later)
+            return [stmt]
+        _Rename(current).visit(stmt)
+        self._define(stmt, current)
+        return [stmt]
+
+    def _define(self, stmt, current):
+        if isinstance(stmt, gast.FunctionDef):
+            stmt.name = current[stmt.name] = self.fresh(stmt.name)
+            return
+        if not isinstance(stmt, gast.Assign):
+            return
+        stores = {}
+        for target in syntax.stored_names(stmt.targets[0]):
+            stores[target] = self.fresh(target)
+        _Rename(stores, stores=True).visit(stmt.targets[0])
+        current.update(stores)
+
+    # ---- branches ---------------------------------------------------------------------------
+
+    def _branch(self, stmt, current, later) -> list:
+        _Rename(current).visit(stmt.test)
+        before = dict(current)
+        arms = []
+        for body in (stmt.body, stmt.orelse):
+            arm_current = dict(current)
+            arms.append((self.block(body, arm_current, later), arm_current))
+        (stmt.body, in_body), (stmt.orelse, in_orelse) = arms
+        for name in sorted(set(in_body) | set(in_orelse)):
+            values = (in_body.get(name), in_orelse.get(name))
+            if values[0] == values[1]:
+                current[name] = values[0]
+                continue
+            if name not in later:
+                current.pop(name, None)  # nothing reads it after the branch
+                continue
+            joined = self.fresh(name)
+            for arm, value in zip((stmt.body, stmt.orelse), values):
+                if value is None:
+                    continue  # unbound on this path, as in the user's code
+                if value not in before.values():  # defined in this arm: define the joined name instead
+                    _rename_everywhere(arm, value, joined)
+                else:
+                    arm.append(_phi(joined, value, "join", stmt))
+            current[name] = joined
+        return [stmt]
+
+    # ---- loops ------------------------------------------------------------------------------
+
+    def _loop(self, loop, current, later) -> list:
+        if isinstance(loop, gast.For):
+            _Rename(current).visit(loop.iter)
+        targets = syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set()
+        assigned = targets.union(*(syntax.stored_names(s) for s in loop.body))
+        exposed = _exposed(loop.body, set(targets))
+        if isinstance(loop, gast.While):
+            exposed |= syntax.load_names(loop.test)
+        carried = sorted(assigned & (exposed | later))
+        before, phis, entry = [], {}, {}
+        for name in carried:
+            phi = self.fresh(name)
+            phis[name] = phi
+            if name in current:
+                entry[phi] = current[name]
+                before.append(_phi(phi, current[name], "entry", loop))
+        body_current = {**current, **phis}
+        if isinstance(loop, gast.While):
+            _Rename(body_current).visit(loop.test)
+        else:
+            stores = {t: self.fresh(t) for t in syntax.stored_names(loop.target)}
+            _Rename(stores, stores=True).visit(loop.target)
+            body_current.update(stores)
+        body = self.block(loop.body, body_current, later | _loads_in(loop))
+        back = [_phi(phi, body_current[name], "back", loop) for name, phi in phis.items() if body_current[name] != phi]
+        at = len(body) - 1 if body and syntax.is_break_check(body[-1]) else len(body)
+        loop.body = body[:at] + back + body[at:]
+        after, record = [], {}
+        for name, phi in phis.items():
+            exit_name = self.fresh(name)
+            after.append(_phi(exit_name, phi, "exit", loop))
+            record[phi] = (entry.get(phi), exit_name)
+            current[name] = exit_name
+        anno.set_(loop, anno.LOOP, record)
+        return before + [loop] + after
+
+
+def _phi(target: str, source: str, kind: str, origin) -> gast.Assign:
+    copy = syntax.assign(target, syntax.name(source))
+    anno.set_(copy, anno.PHI, kind)
+    return anno.copy_origin(origin, copy)
+
+
+def _rename_everywhere(body, old: str, new: str) -> None:
+    """Rename `old` to `new` in `body`, loop annotations included."""
+    _Rename({old: new}, stores=None).visit_body(body)
+    for stmt in syntax.statements(body):
+        record = anno.get(stmt, anno.LOOP)
+        if record:
+            renamed = {}
+            for phi, (entry, exit_name) in record.items():
+                renamed[new if phi == old else phi] = (new if entry == old else entry, new if exit_name == old else exit_name)
+            anno.set_(stmt, anno.LOOP, renamed)
+
+
+def _loads_in(node) -> set:
+    """Every name read in `node` (a statement or a body), nested functions' free names included."""
+    names = set()
+    for stmt in node if isinstance(node, list) else [node]:
+        for child in syntax.statements([stmt]):
+            names |= _loads(child) if not syntax.bodies(child) else syntax.load_names(
+                child.iter if isinstance(child, gast.For) else getattr(child, "test", syntax.const(None)))
+            if isinstance(child, gast.With):
+                names |= set().union(*(syntax.load_names(i.context_expr) for i in child.items))
+    return names
+
+
+def _exposed(body, assigned: set) -> set:
+    """Names `body` may read before assigning them (`assigned` holds those already assigned)."""
+    exposed = set()
+    for stmt in body:
+        if isinstance(stmt, gast.If) and not syntax.is_break_check(stmt):
+            exposed |= syntax.load_names(stmt.test) - assigned
+            arms = [set(assigned) for _ in range(2)]
+            exposed |= _exposed(stmt.body, arms[0]) | _exposed(stmt.orelse, arms[1])
+            assigned |= arms[0] & arms[1]
+        elif isinstance(stmt, (gast.For, gast.While)):
+            header = stmt.iter if isinstance(stmt, gast.For) else stmt.test
+            exposed |= syntax.load_names(header) - assigned
+            inner = set(assigned) | (syntax.stored_names(stmt.target) if isinstance(stmt, gast.For) else set())
+            exposed |= _exposed(stmt.body, inner)
+        elif isinstance(stmt, (gast.With, gast.Try)):
+            for body_ in syntax.bodies(stmt):
+                exposed |= _exposed(body_, assigned)
+        else:
+            exposed |= _loads(stmt) - assigned
+            assigned |= syntax.stored_names(stmt)
+    return exposed
+
+
+def _loads(stmt) -> set:
+    names = set()
+    for child in syntax.walk_local(stmt):
+        if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
+            names.add(child.id)
+        elif isinstance(child, (gast.FunctionDef, gast.Lambda)) and child is not stmt or isinstance(stmt, gast.FunctionDef) and child is stmt:
+            names |= syntax.free_names(child)
+    return names
 
 
 class _Rename(gast.NodeTransformer):
-    def __init__(self, mapping, loads: bool):
-        self.mapping, self.loads = mapping, loads
+    """Rename loads (`stores=False`), stores (`True`) or both (`None`) by `mapping`. Inside a
+    nested function or lambda, only the names it reads from the enclosing function."""
+
+    def __init__(self, mapping, stores=False):
+        self.mapping, self.stores = mapping, stores
+
+    def visit_body(self, body):
+        for stmt in body:
+            self.visit(stmt)
 
     def visit_Name(self, node):
-        if isinstance(node.ctx, gast.Load) == self.loads and node.id in self.mapping:
+        is_load = isinstance(node.ctx, gast.Load)
+        wanted = self.stores is None or is_load != self.stores
+        if wanted and node.id in self.mapping:
             node.id = self.mapping[node.id]
         return node
+
+    def visit_FunctionDef(self, node):
+        for default in node.args.defaults + node.decorator_list:
+            self.visit(default)
+        if self.stores is None and node.name in self.mapping:
+            node.name = self.mapping[node.name]
+        self._visit_nested(node, node.body)
+        return node
+
+    def visit_Lambda(self, node):
+        for default in node.args.defaults:
+            self.visit(default)
+        node.body = self._visit_nested(node, [node.body])[0]
+        return node
+
+    def _visit_nested(self, function, body):
+        free = syntax.free_names(function)
+        inner = _Rename({k: v for k, v in self.mapping.items() if k in free}, stores=False)
+        if self.stores is not True:
+            for stmt in body:
+                inner.visit(stmt)
+        return body

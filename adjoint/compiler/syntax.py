@@ -232,3 +232,89 @@ class Comment:
 
 def comment(text: str) -> gast.Expr:
     return expression_statement(const(Comment(text)))
+
+
+# ---- structured statements ------------------------------------------------------------------
+
+COMPOUND = (gast.If, gast.For, gast.While, gast.With, gast.Try)
+
+
+def bodies(stmt) -> list[list]:
+    """The statement lists nested directly in a compound statement (none for a simple one)."""
+    if isinstance(stmt, (gast.If, gast.For, gast.While)):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, gast.With):
+        return [stmt.body]
+    if isinstance(stmt, gast.Try):
+        return [stmt.body, stmt.finalbody]
+    return []
+
+
+def statements(body):
+    """Every statement of `body`, nested ones included, in source order (compound ones before
+    their bodies). Nested function definitions are yielded but not entered."""
+    for stmt in body:
+        yield stmt
+        for nested in bodies(stmt):
+            yield from statements(nested)
+
+
+def is_break_check(stmt) -> bool:
+    """`if broke: break`, the one form of `break` left after `control`."""
+    return (
+        isinstance(stmt, gast.If) and len(stmt.body) == 1 and isinstance(stmt.body[0], gast.Break)
+        and not stmt.orelse
+    )
+
+
+def walk_local(node):
+    """Like `gast.walk`, without entering the bodies of nested functions and lambdas (their
+    names are their own); a nested function's defaults and decorators are entered."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        yield current
+        if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
+            todo.extend(current.args.defaults + [d for d in current.args.kw_defaults if d])
+            todo.extend(getattr(current, "decorator_list", []))
+            continue
+        todo.extend(gast.iter_child_nodes(current))
+
+
+def stored_names(node) -> set[str]:
+    """Every name `node` assigns, nested functions' own names excluded."""
+    if isinstance(node, gast.FunctionDef):
+        return {node.name}
+    names = set()
+    for child in walk_local(node):
+        if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Store):
+            names.add(child.id)
+        elif isinstance(child, gast.FunctionDef) and child is not node:
+            names.add(child.name)
+    return names
+
+
+def free_names(function) -> set[str]:
+    """The names a nested function or lambda reads from its enclosing scopes."""
+    args = function.args
+    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    body = function.body if isinstance(function.body, list) else [gast.Expr(value=function.body)]
+    local = set(params)
+    reads = set()
+    for stmt in body:
+        local |= stored_names(stmt)
+        for child in _walk_body(stmt):
+            if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
+                reads.add(child.id)
+            elif isinstance(child, (gast.FunctionDef, gast.Lambda)):
+                reads |= free_names(child)
+    return reads - local
+
+
+def _walk_body(stmt):
+    """`walk_local` over a statement of a function body, a nested definition included as a node."""
+    if isinstance(stmt, gast.FunctionDef):
+        yield stmt
+        yield from (n for d in stmt.args.defaults + stmt.decorator_list for n in walk_local(d))
+        return
+    yield from walk_local(stmt)
