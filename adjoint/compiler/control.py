@@ -68,8 +68,26 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
             for name in child.names:
                 ctx.namer.reserve(name)
     node.body = _reachable(node.body)
+    _return_after_try(node, ctx)
     _Lowering(ctx).function(node)
     return node
+
+
+def _return_after_try(node, ctx) -> None:
+    """`try: ...; return v finally: ...` as `try: ...; f = v finally: ...` then `return f`:
+    the value is computed before the `finally` block runs, as in Python."""
+    last = node.body[-1] if node.body else None
+    if not (isinstance(last, gast.Try) and not last.handlers and not last.orelse and last.body):
+        return
+    ret = last.body[-1]
+    jumps = (gast.Return, gast.Break, gast.Continue)
+    others = [n for s in last.body[:-1] + last.finalbody for n in gast.walk(s) if isinstance(n, jumps)]
+    if not isinstance(ret, gast.Return) or ret.value is None or others:
+        return
+    result = ctx.namer.new(ctx.source.name if ctx.source.name != "<lambda>" else "out")
+    value = gast.copy_location(syntax.assign(result, ret.value), ret)
+    last.body[-1] = anno.copy_origin(ret, value)
+    node.body.append(anno.copy_origin(ret, gast.copy_location(syntax.returns(syntax.name(result)), ret)))
 
 
 class _Loop:

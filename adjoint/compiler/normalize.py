@@ -411,7 +411,8 @@ class _Normalizer:
 
     def _call(self, expr, hint):
         func = expr.func
-        if isinstance(func, gast.Attribute) and syntax.dotted(func) is None:
+        local_chain = syntax.root_name(func) in self.local_names and not isinstance(getattr(func, "value", None), gast.Name)
+        if isinstance(func, gast.Attribute) and (syntax.dotted(func) is None or local_chain):
             func = syntax.attr(self.atom(func.value, hint), func.attr)  # `(a - b).mean()` stays a method call
         elif syntax.dotted(func) is None:
             func = self.atom(func, hint + "_fn")

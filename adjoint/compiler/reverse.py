@@ -25,11 +25,10 @@ from __future__ import annotations
 import operator
 
 import gast
-import numpy as np
 
 from .. import registry
 from . import annotations as anno
-from . import inline, kinds, loops, resolve, syntax
+from . import calls, kinds, loops, resolve, syntax
 from . import activity
 from .activity import targets
 from .context import Context
@@ -74,7 +73,7 @@ class _Cotangents:
         return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
 
 
-class _Reverse:
+class _Reverse(calls.CallAdjoints):
     def __init__(self, node, ctx: Context):
         self.node, self.ctx = node, ctx
         self.varied = anno.get(node, anno.VARIED)
@@ -129,16 +128,22 @@ class _Reverse:
         return forward
 
     def _parameter_cotangents(self):
+        """One cotangent per positional parameter, then the `*args` parameter's spread, then
+        one per closure variable in `wrt` (named by strings)."""
         args = self.node.args
+        params = args.posonlyargs + args.args
         entries = []
-        for index, param in enumerate(args.posonlyargs + args.args):
-            if index not in self.ctx.wrt:
-                entries.append(syntax.const(None))
-            elif param.id in self.cot.live:
-                entries.append(self.cot.load(param.id))
-            else:
-                entries.append(syntax.call(f"{self.alias}.zeros_like", [syntax.name(param.id)]))
+        for index, param in enumerate(params):
+            entries.append(self._cotangent_or_zeros(param.id) if index in self.ctx.wrt else syntax.const(None))
+        if args.vararg is not None:
+            entries.append(gast.Starred(value=self._cotangent_or_zeros(args.vararg.id), ctx=gast.Load()))
+        entries += [self._cotangent_or_zeros(name) for name in self.ctx.wrt if isinstance(name, str)]
         return syntax.tuple_(entries)
+
+    def _cotangent_or_zeros(self, name):
+        if name in self.cot.live:
+            return self.cot.load(name)
+        return syntax.call(f"{self.alias}.zeros_like", [syntax.name(name)])
 
     # ---- statements -------------------------------------------------------------------------
 
@@ -158,6 +163,11 @@ class _Reverse:
             anno.copy_origin(stmt, self.forward[-1])
             for _, adjoints in parts:  # the pullback runs outside the block
                 self.adjoints.extend(adjoints)
+            return
+        if isinstance(stmt, gast.FunctionDef):
+            self.forward.append(stmt)
+            if stmt.name in self.varied and stmt.name in self.useful:
+                self._closure(stmt, stmt.name, stmt)
             return
         if not isinstance(stmt, gast.Assign):
             self.forward.append(stmt)
@@ -205,6 +215,13 @@ class _Reverse:
                 self._unsupported(stmt, value, f"adjoint has no rule for the attribute `{callee.text}`")
         elif isinstance(value, gast.Subscript):
             self._subscript(stmt, target, value)
+        elif isinstance(value, gast.Lambda):
+            self.forward.append(stmt)
+            self._closure(stmt, target, value)
+        elif isinstance(value, gast.Dict):
+            self.forward.append(stmt)
+            keys = value.keys
+            self._adjoint(stmt, target, value.values, lambda bar: ([], [_item(syntax.name(bar), syntax.copy_node(k)) for k in keys]))
         elif isinstance(value, (gast.Tuple, gast.List)):
             self.forward.append(stmt)
             count = len(value.elts)
@@ -214,30 +231,6 @@ class _Reverse:
             self._adjoint(stmt, target, [], lambda bar: ([], []))
         else:
             self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
-
-    def _call(self, stmt, target, call):
-        callee = anno.get(call, anno.CALLEE)
-        if callee.kind == resolve.PYTHON and call.keywords:
-            _keywords_to_positions(call, callee.obj)
-            self.ctx.rely_on(callee.text, callee.obj)  # the call now follows its signature
-        keywords = {k.arg: k.value for k in call.keywords}
-        for key, value in keywords.items():
-            if syntax.load_names(value) & self.varied:
-                self.ctx.problem(
-                    value, f"the gradient cannot flow through the keyword argument `{key}=`",
-                    "pass the differentiable value as a positional argument",
-                )
-        if callee.kind == resolve.RULE:
-            self._rule_call(stmt, target, callee.rule, call.args, keywords, callee.text)
-        elif callee.kind == resolve.MISSING:
-            self._missing(stmt, call, callee)
-        elif callee.method:
-            self._unsupported(
-                stmt, call, f"method calls with differentiable values (`{callee.text}(...)`) are not supported yet",
-                _method_hint(callee.text.rsplit(".", 1)[-1], syntax.root_name(call.func) in self.varied),
-            )
-        else:
-            self._vjp_call(stmt, target, call, callee)
 
     # ---- control flow -----------------------------------------------------------------------
 
@@ -286,6 +279,17 @@ class _Reverse:
         self.records.append(record)
         self.adjoints.append((stmt, lambda: loops.emit(self, record)))
 
+    def _closure(self, stmt, target, function):
+        """A function's cotangent holds those of the values it closes over, by name."""
+        captured = sorted(syntax.free_names(function) & self.varied)
+        operands = [syntax.name(c) for c in captured]
+
+        def make(bar):
+            return [], [syntax.call(f"{self.alias}.captured", [syntax.name(bar), syntax.const(c), syntax.name(c)])
+                        for c in captured]
+
+        self._adjoint(stmt, target, operands, make)
+
     def _zeros(self, name):
         return syntax.assign(self.cot.name(name), syntax.call(f"{self.alias}.zeros_like", [syntax.name(name)]))
 
@@ -315,64 +319,6 @@ class _Reverse:
 
         self.adjoints.append((stmt, emit))
 
-    def _rule_call(self, stmt, target, rule, args, keywords, text):
-        if rule is None:
-            self._unsupported(stmt, stmt.value, f"adjoint has no rule for `{text}`")
-            return
-        if any(isinstance(a, gast.Name) and a.id in self.sequences and a.id in self.varied for a in args):
-            # `t + (z,)` concatenates and `np.square([x])` squares an array: neither is the rule's math
-            self._unsupported(
-                stmt, stmt.value, f"`{text}` with a tuple or list operand is not supported yet",
-                "operate on the arrays themselves",
-            )
-            return
-        plan = inline.plan_for(rule)
-        if plan is None:
-            self._opaque_rule_call(stmt, target, rule, args, keywords, text)
-            return
-        try:
-            inlined = inline.instantiate(plan, args, keywords, target, self.cot.name(target), self.ctx)
-        except inline.BindError as error:
-            self._unsupported(
-                stmt, stmt.value, f"adjoint's rule for `{text}` {error}",
-                "call it as the rule allows, or register a fuller rule with @adjoint.rrule",
-            )
-            return
-        self.forward.append(stmt)
-        self.forward.extend(anno.copy_origin(stmt, inlined.forward))
-
-        self._adjoint(stmt, target, args, lambda bar: (inlined.body, inlined.results))
-
-    def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
-        rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
-        call = syntax.call(syntax.name(rule_name), args, keywords)
-        self._call_with_pullback(stmt, target, call, args, text)
-
-    def _vjp_call(self, stmt, target, call, callee):
-        wrt = [i for i, a in enumerate(call.args) if isinstance(a, gast.Name) and a.id in self.varied]
-        vjp_args = [syntax.const(tuple(wrt)), call.func] + list(call.args)
-        vjp = syntax.call(f"{self.alias}.vjp", vjp_args, call.keywords)
-        self._call_with_pullback(stmt, target, vjp, call.args, callee.text)
-
-    def _call_with_pullback(self, stmt, target, call, args, text):
-        pullback = self.ctx.namer.new(f"{text.rsplit('.', 1)[-1]}_pullback")
-        pair = syntax.tuple_([syntax.store(target), syntax.store(pullback)], syntax.STORE)
-        self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
-        active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
-        names = []  # the cotangents' name, made once however often the block is written
-
-        def make(bar):
-            cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
-            if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
-                return [], [_item(cotangents, i) if i in active else None for i in range(len(args))]
-            if not names:
-                names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
-            bars = names[0]
-            contributions = [_item(syntax.name(bars), i) if i in active else None for i in range(len(args))]
-            return [syntax.assign(bars, cotangents)], contributions
-
-        self._adjoint(stmt, target, args, make)
-
     def _subscript(self, stmt, target, value):
         self.forward.append(stmt)
         index = _index_value(value.slice, self.ctx.reach("slice", slice))
@@ -386,43 +332,9 @@ class _Reverse:
 
     # ---- problems ---------------------------------------------------------------------------
 
-    def _missing(self, stmt, call, callee):
-        self._unsupported(
-            stmt, call,
-            f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})",
-            f"register one with @adjoint.rrule({callee.text}), or mark it @adjoint.non_differentiable",
-        )
-
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
         self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
-
-
-def _keywords_to_positions(call, fn):
-    """`dense(x, W=W1)` as `dense(x, W1)`, so the gradient can flow to `W1` (keywords never
-    carry gradients). Only parameters that can be passed by position, in order, are moved."""
-    keywords = {k.arg: k for k in call.keywords}
-    code = fn.__code__
-    for name in code.co_varnames[len(call.args) : code.co_argcount]:
-        if name not in keywords or len(call.args) < code.co_posonlyargcount:
-            break
-        call.args.append(keywords.pop(name).value)
-    call.keywords = list(keywords.values())
-
-
-def _method_hint(method: str, on_differentiable_value: bool) -> str:
-    function = getattr(np, method, None)
-    if on_differentiable_value and function is not None and registry.lookup(function) is not None:
-        return f"call the NumPy function instead: `np.{method}(...)`"
-    if on_differentiable_value:
-        return "write it with NumPy functions that have rules (see the README's list)"
-    return "wrap the call in a function and register an @adjoint.rrule for it"
-
-
-def _describe(obj) -> str:
-    module = getattr(obj, "__module__", None) or type(obj).__module__
-    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    return f"{module}.{name}" if name else repr(obj)
 
 
 def _located(stmt):

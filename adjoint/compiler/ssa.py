@@ -137,6 +137,8 @@ class _SSA:
             if name in current:
                 entry[phi] = current[name]
                 before.append(_phi(phi, current[name], "entry", loop))
+            else:  # first assigned in the loop: None until then (Python would say it is unbound)
+                before.append(anno.copy_origin(loop, syntax.assign(phi, syntax.const(None))))
         body_current = {**current, **phis}
         if isinstance(loop, gast.While):
             _Rename(body_current).visit(loop.test)

@@ -1,0 +1,223 @@
+"""Calls in the pullback: rules inlined or called with their pullbacks, user functions, closures,
+methods and starred calls differentiated at run time through `adj.vjp` and its siblings.
+
+A mixin of `reverse._Reverse`: the methods here add forward statements and adjoint entries
+to the function being reversed, as its other statement kinds do.
+
+Before:  y = dense(x, W)               After:  y, dense_pullback = adj.vjp((0, 1), dense, x, W)
+                                               (pullback) x_bar, W_bar = dense_pullback(y_bar)
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+import gast
+import numpy as np
+
+from .. import registry, runtime
+from . import annotations as anno
+from . import inline, resolve, syntax
+
+
+class CallAdjoints:
+    """Adjoints of calls, for `reverse._Reverse`."""
+
+    def _call(self, stmt, target, call):
+        callee = anno.get(call, anno.CALLEE)
+        spread = any(isinstance(a, gast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        if spread:
+            self._star_call(stmt, target, call, callee)
+            return
+        if callee.kind == resolve.PYTHON and call.keywords:
+            _keywords_to_positions(call, callee.obj)
+            self.ctx.rely_on(callee.text, callee.obj)  # the call now follows its signature
+        keywords = {k.arg: k.value for k in call.keywords}
+        for key, value in keywords.items():
+            if syntax.load_names(value) & self.varied:
+                self.ctx.problem(
+                    value, f"the gradient cannot flow through the keyword argument `{key}=`",
+                    "pass the differentiable value as a positional argument",
+                )
+        if callee.kind == resolve.RULE:
+            self._rule_call(stmt, target, callee.rule, call.args, keywords, callee.text)
+        elif callee.kind == resolve.MISSING:
+            self._missing(stmt, call, callee)
+        elif callee.method:
+            self._method_call(stmt, target, call, callee)
+        else:
+            self._vjp_call(stmt, target, call, callee)
+
+    def _rule_call(self, stmt, target, rule, args, keywords, text):
+        if rule is None:
+            self._unsupported(stmt, stmt.value, f"adjoint has no rule for `{text}`")
+            return
+        if _concatenation(rule, args, self.sequences):
+            self._concatenate(stmt, target, args)
+            return
+        if not _takes_sequences(rule) and any(isinstance(a, gast.Name) and a.id in self.sequences and a.id in self.varied for a in args):
+            # `t + (z,)` concatenates and `np.square([x])` squares an array: neither is the rule's math
+            self._unsupported(
+                stmt, stmt.value, f"`{text}` with a tuple or list operand is not supported yet",
+                "operate on the arrays themselves",
+            )
+            return
+        plan = inline.plan_for(rule)
+        if plan is None:
+            self._opaque_rule_call(stmt, target, rule, args, keywords, text)
+            return
+        try:
+            inlined = inline.instantiate(plan, args, keywords, target, self.cot.name(target), self.ctx)
+        except inline.BindError as error:
+            self._unsupported(
+                stmt, stmt.value, f"adjoint's rule for `{text}` {error}",
+                "call it as the rule allows, or register a fuller rule with @adjoint.rrule",
+            )
+            return
+        self.forward.append(stmt)
+        self.forward.extend(anno.copy_origin(stmt, inlined.forward))
+
+        self._adjoint(stmt, target, args, lambda bar: (inlined.body, inlined.results))
+
+    def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
+        rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
+        call = syntax.call(syntax.name(rule_name), args, keywords)
+        self._call_with_pullback(stmt, target, call, args, text)
+
+    def _vjp_call(self, stmt, target, call, callee):
+        """`adj.vjp(wrt, f, *args)`; a local function that closes over differentiable values
+        (`f` varied) goes through `adj.closure_vjp`, whose pullback also returns `f`'s."""
+        operands = list(call.args)
+        helper = "vjp"
+        if isinstance(call.func, gast.Name) and call.func.id in self.varied:
+            operands, helper = [call.func] + operands, "closure_vjp"
+        wrt = self._positions(operands)
+        vjp_args = [syntax.const(wrt), call.func] + list(call.args)
+        vjp = syntax.call(f"{self.alias}.{helper}", vjp_args, call.keywords)
+        self._call_with_pullback(stmt, target, vjp, operands, callee.text)
+
+    def _method_call(self, stmt, target, call, callee):
+        """`x.sum(axis=0)` as `adj.method_vjp(wrt, x, "sum", axis=0)`: what the method is
+        depends on the receiver's type, known only at run time."""
+        receiver = call.func.value
+        if not isinstance(receiver, gast.Name) and syntax.load_names(receiver) & self.varied:
+            self._unsupported(stmt, call, "adjoint cannot follow the gradient into this method's receiver",
+                              "assign the receiver to a name first")
+            return
+        operands = [receiver] + list(call.args)
+        vjp_args = [syntax.const(self._positions(operands)), receiver, syntax.const(call.func.attr)] + list(call.args)
+        vjp = syntax.call(f"{self.alias}.method_vjp", vjp_args, call.keywords)
+        self._call_with_pullback(stmt, target, vjp, operands, call.func.attr)
+
+    def _star_call(self, stmt, target, call, callee):
+        """`f(a, *xs, **d)` as `adj.star_vjp(f, (a, xs), (1,), d)`: the pullback returns one
+        cotangent per part (a tuple for `xs`) and a dict for `d`."""
+        if isinstance(call.func, gast.Name) and call.func.id in self.varied or callee.method:
+            self._unsupported(stmt, call, "a starred call of a method or of a function that closes over "
+                              "differentiable values is not supported yet", "pass the arguments by position")
+            return
+        parts = [a.value if isinstance(a, gast.Starred) else a for a in call.args]
+        spread = [i for i, a in enumerate(call.args) if isinstance(a, gast.Starred)]
+        double = [k.value for k in call.keywords if k.arg is None]
+        named = [k for k in call.keywords if k.arg is not None]
+        if len(double) > 1 or any(syntax.load_names(k.value) & self.varied for k in named):
+            self._unsupported(stmt, call, "the gradient cannot flow through these keyword arguments",
+                              "pass one `**dict`, or the differentiable values by position")
+            return
+        mapping = double[0] if double else syntax.const(None)
+        vjp_args = [call.func, syntax.tuple_(parts), syntax.const(tuple(spread)), mapping]
+        vjp = syntax.call(f"{self.alias}.star_vjp", vjp_args, named)
+        self._call_with_pullback(stmt, target, vjp, parts + [mapping], callee.text)
+
+    def _concatenate(self, stmt, target, operands):
+        """`t + (z,)` on tuples or lists: each operand gets its part of the cotangent."""
+        self.forward.append(stmt)
+        names = []
+
+        def make(bar):
+            if not names:
+                names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
+            split = syntax.call(f"{self.alias}.unconcat", [syntax.name(bar)] + list(operands))
+            return [syntax.assign(names[0], split)], [_item(syntax.name(names[0]), i) for i in range(2)]
+
+        self._adjoint(stmt, target, operands, make)
+
+    def _positions(self, operands) -> tuple:
+        return tuple(i for i, a in enumerate(operands) if isinstance(a, gast.Name) and a.id in self.varied)
+
+    def _call_with_pullback(self, stmt, target, call, args, text):
+        pullback = self.ctx.namer.new(f"{text.rsplit('.', 1)[-1]}_pullback")
+        pair = syntax.tuple_([syntax.store(target), syntax.store(pullback)], syntax.STORE)
+        self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
+        active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
+        names = []  # the cotangents' name, made once however often the block is written
+
+        def make(bar):
+            cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
+            if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
+                return [], [_item(cotangents, i) if i in active else None for i in range(len(args))]
+            if not names:
+                names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
+            bars = names[0]
+            contributions = [_item(syntax.name(bars), i) if i in active else None for i in range(len(args))]
+            return [syntax.assign(bars, cotangents)], contributions
+
+        self._adjoint(stmt, target, args, make)
+
+    def _missing(self, stmt, call, callee):
+        self._unsupported(
+            stmt, call,
+            f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})",
+            f"register one with @adjoint.rrule({callee.text}), or mark it @adjoint.non_differentiable",
+        )
+
+
+def _keywords_to_positions(call, fn):
+    """`dense(x, W=W1)` as `dense(x, W1)`, so the gradient can flow to `W1` (keywords never
+    carry gradients). Only parameters that can be passed by position, in order, are moved."""
+    keywords = {k.arg: k for k in call.keywords}
+    code = fn.__code__
+    for name in code.co_varnames[len(call.args) : code.co_argcount]:
+        if name not in keywords or len(call.args) < code.co_posonlyargcount:
+            break
+        call.args.append(keywords.pop(name).value)
+    call.keywords = list(keywords.values())
+
+
+def _method_hint(method: str, on_differentiable_value: bool) -> str:
+    function = getattr(np, method, None)
+    if on_differentiable_value and function is not None and registry.lookup(function) is not None:
+        return f"call the NumPy function instead: `np.{method}(...)`"
+    if on_differentiable_value:
+        return "write it with NumPy functions that have rules (see the README's list)"
+    return "wrap the call in a function and register an @adjoint.rrule for it"
+
+
+def _describe(obj) -> str:
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return f"{module}.{name}" if name else repr(obj)
+
+
+
+def _concatenation(rule, args, sequences) -> bool:
+    return (
+        rule is not None and rule.primitive is operator.add
+        and any(isinstance(a, gast.Name) and a.id in sequences for a in args)
+    )
+
+
+def _takes_sequences(rule) -> bool:
+    """Rules whose operands are sequences by design (`np.stack(hs)`, `sum(terms)`)."""
+    return any(rule.primitive is p for p in _SEQUENCE_PRIMITIVES)
+
+
+_SEQUENCE_PRIMITIVES = (
+    runtime.append, runtime.setitem, builtins.sum, builtins.max, builtins.min, builtins.list,
+    builtins.tuple, builtins.len, np.stack, np.array, np.asarray,
+)
+
+
+def _item(value, index):
+    return syntax.subscript(value, index)

@@ -1,0 +1,233 @@
+"""Calls whose differentiation generated code leaves to run time: closures, methods, `*args`.
+
+Each helper calls the function and returns `(value, pullback)`, like `vjp`; what its pullback
+returns is stated in its docstring. A function's cotangent is a dict from the names it closes
+over to their cotangents (Zygote's view of a closure: a struct of its captures).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import numpy as np
+
+from .cotangents import RuleError, is_differentiable, zeros_like
+
+
+def closure_vjp(wrt, fn, /, *args, **kwargs):
+    """Call `fn(*args, **kwargs)`, where `fn` may close over differentiable values.
+
+    `wrt` numbers `fn` as 0 and the arguments from 1. The pullback returns `(fn_bar,
+    *arg_bars)`: `fn_bar` maps each name `fn` closes over that holds a float value (or another
+    such function) to its cotangent.
+
+    >>> import numpy as np
+    >>> w = np.array([2.0, 3.0])
+    >>> f = lambda x: x * w
+    >>> value, back = closure_vjp((0, 1), f, np.ones(2))
+    >>> fn_bar, x_bar = back(np.ones(2))
+    >>> fn_bar["w"], x_bar
+    (array([1., 1.]), array([2., 3.]))
+    """
+    from . import vjp, _transform_hook  # noqa: PLC0415  (the package imports this module)
+
+    arg_wrt = tuple(i - 1 for i in wrt if i > 0)
+    captured = _captured_names(fn) if 0 in wrt else []
+    if not captured:
+        value, pullback = vjp(arg_wrt, fn, *args, **kwargs)
+        return value, lambda g: (None, *pullback(g))
+    forward = _transform_hook(fn, arg_wrt + tuple(captured))
+    value, pullback = forward(*args, **kwargs)
+    count = len(args) if fn.__code__.co_flags & inspect.CO_VARARGS else fn.__code__.co_argcount
+
+    def closure_pullback(g):
+        cotangents = tuple(pullback(g))
+        closure_bar = dict(zip(captured, cotangents[count:]))
+        return (closure_bar, *cotangents[: len(args)])
+
+    return value, closure_pullback
+
+
+def captured(fn_bar, name, value):
+    """The cotangent of `value`, which a function closes over as `name`, from the function's
+    cotangent (None, or a dict as `closure_vjp` returns)."""
+    part = fn_bar.get(name) if isinstance(fn_bar, dict) else None
+    return zeros_like(value) if part is None else part
+
+
+def method_vjp(wrt, receiver, name, /, *args, **kwargs):
+    """Call the method `receiver.name(*args, **kwargs)`, whatever the receiver's type.
+
+    `wrt` numbers the receiver 0 and the arguments from 1; the pullback returns `(receiver_bar,
+    *arg_bars)`. An array's method is differentiated by its rule; a dict's `get`, `values`
+    and `items` route cotangents to its entries; any other object's method is differentiated
+    as a function, and gradients cannot flow into the object itself.
+
+    >>> import numpy as np
+    >>> value, back = method_vjp((0,), np.array([1.0, 2.0]), "sum")
+    >>> back(2.0)
+    (array([2., 2.]),)
+    """
+    from . import vjp  # noqa: PLC0415
+
+    if isinstance(receiver, (np.ndarray, np.generic)):
+        return vjp(wrt, getattr(receiver, name), *args, **kwargs)
+    if type(receiver) is dict and name in _DICT_METHODS:
+        return _DICT_METHODS[name](receiver, *args, **kwargs)
+    if 0 in wrt:
+        raise RuleError(
+            f"the gradient would have to flow into the `{type(receiver).__name__}` object whose method "
+            f"`{name}` is called, and gradients with respect to objects are not supported yet: pass "
+            "the arrays it holds as arguments"
+        )
+    value, pullback = vjp(tuple(i - 1 for i in wrt), getattr(receiver, name), *args, **kwargs)
+    return value, lambda g: (None, *pullback(g))
+
+
+def star_vjp(fn, parts, spread, mapping, /, **named):
+    """Call `fn(*parts, **mapping, **named)` with the parts at the positions `spread` unpacked,
+    as `f(a, *xs, **d)` does. The pullback returns one cotangent per part (a tuple or list for
+    an unpacked part) and a dict for `mapping` (None if it is None). `named` carry no gradient.
+
+    >>> import numpy as np
+    >>> def f(a, b, c=1.0):
+    ...     return a * b * c
+    >>> value, back = star_vjp(f, (2.0, [3.0]), (1,), {"c": 4.0})
+    >>> value, back(1.0)
+    (24.0, (12.0, [8.0], {'c': 6.0}))
+    """
+    from . import vjp  # noqa: PLC0415
+
+    args, sizes = [], []
+    for index, part in enumerate(parts):
+        if index in spread:
+            items = list(part)
+            args += items
+            sizes.append(len(items))
+        else:
+            args.append(part)
+            sizes.append(None)
+    keywords = dict(mapping or {})
+    by_position = _keywords_by_position(fn, len(args), keywords)
+    args += [keywords.pop(key) for key in by_position]
+    for key, value in keywords.items():
+        if _carries_gradient(value):
+            raise RuleError(
+                f"the differentiable value passed as `{key}=` through `**` cannot receive a gradient: "
+                f"`{getattr(fn, '__name__', fn)}` takes it through `**kwargs`; pass it by position"
+            )
+    wrt = tuple(i for i, a in enumerate(args) if _carries_gradient(a))
+    value, pullback = vjp(wrt, fn, *args, **keywords, **named)
+
+    def star_pullback(g):
+        cotangents = list(pullback(g)) + [None] * len(args)
+        out, position = [], 0
+        for part, size in zip(parts, sizes):
+            if size is None:
+                out.append(cotangents[position])
+                position += 1
+            else:
+                items = cotangents[position : position + size]
+                out.append(list(items) if type(part) is list else tuple(items))
+                position += size
+        if mapping is None:
+            return (*out, None)
+        mapping_bar = {key: zeros_like(v) for key, v in mapping.items()}
+        for offset, key in enumerate(by_position):
+            mapping_bar[key] = cotangents[position + offset]
+        return (*out, mapping_bar)
+
+    return value, star_pullback
+
+
+def _keywords_by_position(fn, count, keywords) -> list:
+    """The keywords that name `fn`'s positional parameters after the first `count`, in order."""
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if not isinstance(target, types.FunctionType):
+        return []
+    code = target.__code__
+    names = code.co_varnames[count + (1 if isinstance(fn, types.MethodType) else 0) : code.co_argcount]
+    moved = []
+    for name in names:
+        if name not in keywords:
+            break
+        moved.append(name)
+    return moved
+
+
+def _carries_gradient(value) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_carries_gradient(v) for v in value)
+    if isinstance(value, dict):
+        return any(_carries_gradient(v) for v in value.values())
+    return is_differentiable(value) or _closes_over_floats(value)
+
+
+def _captured_names(fn) -> list:
+    if not isinstance(fn, types.FunctionType) or not fn.__closure__:
+        return []
+    names = []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if _carries_gradient(contents):
+            names.append(name)
+    return names
+
+
+def _closes_over_floats(value) -> bool:
+    return isinstance(value, types.FunctionType) and bool(_captured_names(value))
+
+
+def unconcat(g, a, b):
+    """The cotangents of `a` and `b` in `a + b` on tuples or lists, from the result's `g`.
+
+    >>> unconcat((1.0, 2.0, 3.0), (0.0,), (0.0, 0.0))
+    ((1.0,), (2.0, 3.0))
+    """
+    if g is None:
+        return None, None
+    return type(a)(g[: len(a)]), type(b)(g[len(a) :])
+
+
+# ---- dict methods -----------------------------------------------------------------------------
+
+def _dict_get(d, key, default=None):
+    value = d.get(key, default)
+
+    def get_pullback(g):
+        d_bar = {k: zeros_like(v) for k, v in d.items()}
+        if key in d:
+            d_bar[key] = g
+            return d_bar, None, None
+        return d_bar, None, g
+
+    return value, get_pullback
+
+
+def _dict_values(d):
+    keys = list(d)
+
+    def values_pullback(g):
+        return ({k: (zeros_like(d[k]) if part is None else part) for k, part in zip(keys, g)},)
+
+    return [d[k] for k in keys], values_pullback
+
+
+def _dict_items(d):
+    keys = list(d)
+
+    def items_pullback(g):
+        return ({k: (zeros_like(d[k]) if part is None else part[1]) for k, part in zip(keys, g)},)
+
+    return [(k, d[k]) for k in keys], items_pullback
+
+
+def _dict_keys(d):
+    return list(d), lambda g: (None,)
+
+
+_DICT_METHODS = {"get": _dict_get, "values": _dict_values, "items": _dict_items, "keys": _dict_keys}
