@@ -172,6 +172,9 @@ def rrule(*primitives):
 # ---- the one path every entry point takes ------------------------------------------------------
 
 def _pullback(f, args, kwargs, positions):
+    call = getattr(type(f), "__call__", None)
+    if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
+        f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
     if isinstance(f, (functools.partial, types.MethodType)):
         return _pullback_of_bound(f, args, kwargs, positions)
     if positions and max(positions) >= len(args):
@@ -351,8 +354,8 @@ def _name(f) -> str:
 
 
 def _transform_for_runtime(fn, wrt):
-    if isinstance(fn, types.MethodType):
-        raise AdjointError(f"calling methods inside differentiated code is not supported yet: {fn!r}")
+    """The forward function of `fn` for `runtime.vjp`, which has already unwrapped bound methods,
+    callable objects and partials: `fn` is their function, called with the receiver first."""
     _require_python_function(fn)
     return pipeline.forward_function(fn, tuple(wrt))
 

@@ -24,7 +24,9 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     args = node.args
     params = [a.id for a in args.posonlyargs + args.args]
     varied = {params[i] for i in ctx.wrt if isinstance(i, int) and i < len(params)}
-    varied |= {name for name in ctx.wrt if isinstance(name, str)}  # closure variables
+    varied |= {name for name in ctx.wrt if isinstance(name, str) and name != "**"}  # closure variables
+    if "**" in ctx.wrt and args.kwarg is not None:
+        varied.add(args.kwarg.id)
     if args.vararg is not None and any(isinstance(i, int) and i >= len(params) for i in ctx.wrt):
         varied.add(args.vararg.id)
     statements = list(syntax.statements(node.body))

@@ -166,6 +166,14 @@ class CallAdjoints:
         self._adjoint(stmt, target, args, make)
 
     def _missing(self, stmt, call, callee):
+        if isinstance(callee.obj, type):
+            self._unsupported(
+                stmt, call,
+                f"creating a `{callee.text}` object from differentiable values is not supported yet: "
+                "gradients cannot flow through an object's attributes",
+                "create the object outside the differentiated function, or compute with the arrays directly",
+            )
+            return
         self._unsupported(
             stmt, call,
             f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})",

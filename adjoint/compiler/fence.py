@@ -5,7 +5,7 @@ Guarantees: after `transform`, the function uses only syntax the later passes ha
 statements of any kind except those listed in `_UNSUPPORTED` (so `if`, `for`, `while`,
 `break`, `continue` and `return` anywhere, `with`, `try`/`finally` without `except`, nested
 `def` and `lambda`); assignment targets are names, tuples or lists of them (one starred), and
-items (`y[i] = v`); no `return`, `break` or `continue` inside `with` or `try`. Anything else
+items (`y[i] = v`); no `return`, `break` or `continue` inside `with`. Anything else
 is a located problem in `ctx.problems`, reported with all others by `ctx.check()`.
 
 Before:  try: y = f(x) except ValueError: y = x     After: TransformError naming line, column and `try`.
@@ -59,8 +59,8 @@ def _check_node(child, ctx):
         ctx.problem(child, message, _HINT)
     elif isinstance(child, gast.Try) and (child.handlers or child.orelse):
         ctx.problem(child, "`try` with `except` or `else` is not supported", _HINT + "; `try`/`finally` is")
-    elif isinstance(child, (gast.Try, gast.With)):
-        _check_exits(child, ctx)
+    elif isinstance(child, gast.With):
+        _check_exits(child, ctx)  # (`control` checks jumps out of `try`)
     elif isinstance(child, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
         targets = child.targets if isinstance(child, gast.Assign) else [child.target]
         for target in targets:
@@ -70,7 +70,7 @@ def _check_node(child, ctx):
 
 
 def _check_exits(block, ctx):
-    kind = "with" if isinstance(block, gast.With) else "try"
+    kind = "with"
     for child in gast.walk(block):
         if isinstance(child, (gast.Return, gast.Break, gast.Continue)) and not _in_nested(block, child):
             word = type(child).__name__.lower()

@@ -65,7 +65,8 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         shared=set().union(*(_aliased_by(stmt) for stmt in body)),
         first_read=_first_differentiated_read(body, varied, useful),
         aliases=_alias_classes(body),
-        modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)},
+        modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
+        | {ctx.runtime_alias},
     )
     for index, stmt in enumerate(body):
         problem = _problem(stmt, index, facts)

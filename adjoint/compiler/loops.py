@@ -63,6 +63,8 @@ def element_sources(target, iterable, index):
         if isinstance(target, gast.Name):
             return [(target.id, iterable.id, index)]
         return None
+    if syntax.is_atom(iterable):
+        return []  # constants carry no gradient
     if not (isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name)):
         return None
     kind, args = iterable.func.id, iterable.args

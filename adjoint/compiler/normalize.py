@@ -220,9 +220,29 @@ class _Normalizer:
 
     def _for(self, stmt):
         iterable = self._iterable(stmt.iter)
-        body = self.block(stmt.body)
+        target, unpacked = self._loop_target(stmt.target, iterable)
+        body = self.nested(lambda: [self._assign([t], syntax.name(n)) for t, n in unpacked])
+        body += self.block(stmt.body)
         self.origin = stmt
-        self._emit(gast.For(target=stmt.target, iter=iterable, body=body, orelse=[], type_comment=None))
+        self._emit(gast.For(target=target, iter=iterable, body=body, orelse=[], type_comment=None))
+
+    def _loop_target(self, target, iterable):
+        """The loop's target with each tuple that unpacks an item replaced by a name, and the
+        `(tuple, name)` pairs to unpack at the start of the body (`for k, v in pairs` reads
+        `k, v = item`), so every item a loop binds is one value the pullback can route."""
+        kind = iterable.func.id if isinstance(iterable, gast.Call) else None
+        if kind == "enumerate" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            inner, unpacked = self._loop_target(target.elts[1], iterable.args[0])
+            return syntax.tuple_([target.elts[0], inner], syntax.STORE), unpacked
+        if kind == "zip" and isinstance(target, gast.Tuple) and len(target.elts) == len(iterable.args):
+            parts = [self._loop_target(t, a) for t, a in zip(target.elts, iterable.args)]
+            return syntax.tuple_([p[0] for p in parts], syntax.STORE), [u for p in parts for u in p[1]]
+        if kind == "reversed":
+            return self._loop_target(target, iterable.args[0])
+        if isinstance(target, (gast.Tuple, gast.List)) and kind != "range":
+            item = self.ctx.namer.new("_".join(_target_names(target)))
+            return syntax.store(item), [(target, item)]
+        return target, []
 
     def _iterable(self, expr):
         """`range(n)`, `enumerate(xs)`, `zip(a, b)`, `reversed(xs)` kept as calls of atoms (the
@@ -313,9 +333,8 @@ class _Normalizer:
         if isinstance(expr, gast.Subscript):
             return syntax.subscript(self.atom(expr.value, hint), self._index(expr.slice, hint))
         if isinstance(expr, (gast.Tuple, gast.List, gast.Set)):
-            if any(isinstance(e, gast.Starred) for e in expr.elts):
-                self.ctx.problem(expr, "starred items in a display are not supported yet", "concatenate instead: `list(a) + [b]`")
-                return expr
+            if any(isinstance(e, gast.Starred) for e in expr.elts) and not isinstance(expr, gast.Set):
+                return self._spread_display(expr, hint)
             elements = [self.atom(e, hint) for e in expr.elts]
             return gast.Set(elts=elements) if isinstance(expr, gast.Set) else (
                 syntax.tuple_(elements) if isinstance(expr, gast.Tuple) else syntax.list_(elements))
@@ -326,6 +345,27 @@ class _Normalizer:
             keys = [self.atom(k, hint + "_key") for k in expr.keys]
             return gast.Dict(keys=keys, values=[self.atom(v, hint) for v in expr.values])
         return expr  # atoms, lambdas, f-strings, and constructs the fence reported
+
+    def _spread_display(self, expr, hint):
+        """`[*a, b]` as `list(a) + [b]` (a tuple display: `tuple(a) + (b,)`)."""
+        kind = list if isinstance(expr, gast.List) else tuple
+        build = syntax.list_ if kind is list else syntax.tuple_
+        parts, run = [], []
+        for element in expr.elts:
+            if isinstance(element, gast.Starred):
+                if run:
+                    parts.append(self._temp(hint + "_part", build(run)))
+                    run = []
+                converted = syntax.call(self.ctx.reach(kind.__name__, kind), [self.atom(element.value, hint)])
+                parts.append(self._temp(hint + "_part", converted))
+            else:
+                run.append(self.atom(element, hint))
+        if run:
+            parts.append(self._temp(hint + "_part", build(run)))
+        result = parts[0]
+        for part in parts[1:-1]:
+            result = self._temp(hint + "_add", syntax.binop(result, gast.Add, part))
+        return syntax.binop(result, gast.Add, parts[-1]) if len(parts) > 1 else result
 
     def _lowered(self, expr, hint):
         """A conditional expression, `and`/`or` or a comprehension as statements (which the

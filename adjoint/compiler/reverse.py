@@ -129,7 +129,7 @@ class _Reverse(calls.CallAdjoints):
 
     def _parameter_cotangents(self):
         """One cotangent per positional parameter, then the `*args` parameter's spread, then
-        one per closure variable in `wrt` (named by strings)."""
+        one per string in `wrt`: a closure variable's, or the `**kwargs` dict's for "**"."""
         args = self.node.args
         params = args.posonlyargs + args.args
         entries = []
@@ -137,7 +137,9 @@ class _Reverse(calls.CallAdjoints):
             entries.append(self._cotangent_or_zeros(param.id) if index in self.ctx.wrt else syntax.const(None))
         if args.vararg is not None:
             entries.append(gast.Starred(value=self._cotangent_or_zeros(args.vararg.id), ctx=gast.Load()))
-        entries += [self._cotangent_or_zeros(name) for name in self.ctx.wrt if isinstance(name, str)]
+        for name in self.ctx.wrt:  # closure variables, and "**" for the `**kwargs` parameter
+            if isinstance(name, str):
+                entries.append(self._cotangent_or_zeros(args.kwarg.id if name == "**" else name))
         return syntax.tuple_(entries)
 
     def _cotangent_or_zeros(self, name):
@@ -157,9 +159,10 @@ class _Reverse(calls.CallAdjoints):
         if isinstance(stmt, (gast.With, gast.Try)):
             parts = [self.block(body) for body in syntax.bodies(stmt)]
             if isinstance(stmt, gast.With):
-                self.forward.append(gast.With(items=stmt.items, body=parts[0][0], type_comment=None))
+                self.forward.append(gast.With(items=stmt.items, body=parts[0][0] or [gast.Pass()], type_comment=None))
             else:
-                self.forward.append(gast.Try(body=parts[0][0], handlers=[], orelse=[], finalbody=parts[1][0]))
+                self.forward.append(gast.Try(body=parts[0][0] or [gast.Pass()], handlers=[], orelse=[],
+                                             finalbody=parts[1][0] or [gast.Pass()]))
             anno.copy_origin(stmt, self.forward[-1])
             for _, adjoints in parts:  # the pullback runs outside the block
                 self.adjoints.extend(adjoints)

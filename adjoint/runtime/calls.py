@@ -111,14 +111,12 @@ def star_vjp(fn, parts, spread, mapping, /, **named):
     keywords = dict(mapping or {})
     by_position = _keywords_by_position(fn, len(args), keywords)
     args += [keywords.pop(key) for key in by_position]
-    for key, value in keywords.items():
-        if _carries_gradient(value):
-            raise RuleError(
-                f"the differentiable value passed as `{key}=` through `**` cannot receive a gradient: "
-                f"`{getattr(fn, '__name__', fn)}` takes it through `**kwargs`; pass it by position"
-            )
     wrt = tuple(i for i, a in enumerate(args) if _carries_gradient(a))
-    value, pullback = vjp(wrt, fn, *args, **keywords, **named)
+    through_kwargs = [key for key, value in keywords.items() if _carries_gradient(value)]
+    if through_kwargs:  # `def f(**kw)`: differentiate with respect to the dict `kw` too
+        value, pullback = _kwargs_vjp(fn, wrt, args, keywords, named, through_kwargs)
+    else:
+        value, pullback = vjp(wrt, fn, *args, **keywords, **named)
 
     def star_pullback(g):
         cotangents = list(pullback(g)) + [None] * len(args)
@@ -136,9 +134,35 @@ def star_vjp(fn, parts, spread, mapping, /, **named):
         mapping_bar = {key: zeros_like(v) for key, v in mapping.items()}
         for offset, key in enumerate(by_position):
             mapping_bar[key] = cotangents[position + offset]
+        if through_kwargs:
+            kwargs_bar = cotangents[len(args)] or {}
+            mapping_bar.update({key: kwargs_bar.get(key, mapping_bar[key]) for key in through_kwargs})
         return (*out, mapping_bar)
 
     return value, star_pullback
+
+
+def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
+    """`fn(*args, **keywords)` differentiated also with respect to its `**kwargs` parameter,
+    whose cotangent (a dict) its pullback returns after the arguments'."""
+    from . import _transform_hook  # noqa: PLC0415
+
+    function = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if not (isinstance(function, types.FunctionType) and function.__code__.co_flags & inspect.CO_VARKEYWORDS):
+        raise RuleError(
+            f"the differentiable values passed as {', '.join(f'`{k}=`' for k in keys)} cannot receive "
+            f"gradients through `{getattr(fn, '__name__', fn)}`: pass them by position"
+        )
+    bound = (fn.__self__,) if isinstance(fn, types.MethodType) else ()
+    forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",))
+    value, pullback = forward(*bound, *args, **keywords, **named)
+    count = len(bound) + (len(args) if function.__code__.co_flags & inspect.CO_VARARGS else function.__code__.co_argcount - len(bound))
+
+    def kwargs_pullback(g):
+        cotangents = tuple(pullback(g))
+        return (*cotangents[len(bound) : len(bound) + len(args)], cotangents[count])
+
+    return value, kwargs_pullback
 
 
 def _keywords_by_position(fn, count, keywords) -> list:
