@@ -20,6 +20,11 @@ CASES = {
     "mlp_loss": (functions.mlp_loss, (0, 1, 2, 3)),
     "scalar": (functions.scalar, (0, 1)),
     "two_layers": (functions.two_layers, (1, 2)),
+    "rnn": (functions.rnn, (0, 1, 2, 3)),
+    "relu_sum": (functions.relu_sum, (0,)),
+    "newton_sqrt": (functions.newton_sqrt, (0,)),
+    "closure": (functions.closure, (0, 1)),
+    "early_return": (functions.early_return, (0,)),
 }
 
 
@@ -38,3 +43,9 @@ def test_golden_functions_have_correct_gradients():
     check_grad(functions.mlp_loss, *[rng.normal(size=s) for s in [(3, 4), (4,), (4, 2), (2,), (5, 3), (5, 2)]])
     check_grad(functions.scalar, 0.7, 1.9)
     check_grad(functions.two_layers, rng.normal(size=(2, 3)), rng.normal(size=(3, 4)), rng.normal(size=(4, 2)))
+    check_grad(functions.rnn, *[rng.normal(size=s) * 0.5 for s in [(3, 3), (3, 2), (4, 2), (3,)]])
+    check_grad(functions.relu_sum, np.array([0.5, -1.0, 2.0]))
+    check_grad(functions.newton_sqrt, 2.0)
+    check_grad(functions.closure, rng.normal(size=3), rng.normal(size=3))
+    check_grad(functions.early_return, np.array([0.5, 1.0]))
+    check_grad(functions.early_return, np.array([-0.5, -1.0]))

@@ -108,10 +108,11 @@ class _SSA:
             if name not in later:
                 current.pop(name, None)  # nothing reads it after the branch
                 continue
-            joined = self.fresh(name)
+            own = [v for v in values if v is not None and v not in before.values()]
+            joined = own[0] if own else self.fresh(name)  # a name one arm defined serves both
             for arm, value in zip((stmt.body, stmt.orelse), values):
-                if value is None:
-                    continue  # unbound on this path, as in the user's code
+                if value is None or value == joined:
+                    continue  # unbound on this path, as in the user's code; or already the name
                 if value not in before.values():  # defined in this arm: define the joined name instead
                     _rename_everywhere(arm, value, joined)
                 else:

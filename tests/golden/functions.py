@@ -25,3 +25,40 @@ def two_layers(x, W1, W2):
     h = layer(x, W1)
     out, scale = layer(h, W2), np.sum(W1 ** 2)
     return np.sum(out) + 0.5 * scale
+
+
+def rnn(W, U, xs, h):
+    hs = []
+    for x in xs:
+        h = np.tanh(W @ h + U @ x)
+        hs.append(h)
+    return np.sum(np.stack(hs) ** 2)
+
+
+def relu_sum(x):
+    total = 0.0
+    for v in x:
+        if v > 0:
+            total += v
+    return total
+
+
+def newton_sqrt(a):
+    x = a
+    while True:
+        nxt = 0.5 * (x + a / x)
+        if abs(nxt - x) < 1e-12:
+            break
+        x = nxt
+    return x
+
+
+def closure(x, w):
+    f = lambda t: t * w
+    return np.sum(f(x))
+
+
+def early_return(x):
+    if np.sum(x) > 0:
+        return np.sum(x ** 2)
+    return -np.sum(x)
