@@ -9,6 +9,7 @@ import os
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")
 
+import math  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -70,6 +71,62 @@ def lse_autograd(X, b):
     return anp.sum(anp.log(anp.sum(anp.exp(Z - m), axis=1, keepdims=True)) + m)
 
 
+def rnn_loss(W, U, xs, h):
+    for x in xs:
+        h = np.tanh(W @ h + U @ x)
+    return np.sum(h * h)
+
+
+def rnn_hand(W, U, xs, h):
+    hs = [h]
+    for x in xs:
+        hs.append(np.tanh(W @ hs[-1] + U @ x))
+    dh = 2 * hs[-1]
+    dW, dU, dxs = np.zeros_like(W), np.zeros_like(U), np.zeros_like(xs)
+    for t in range(len(xs) - 1, -1, -1):
+        da = dh * (1 - hs[t + 1] ** 2)
+        dW += np.outer(da, hs[t])
+        dU += np.outer(da, xs[t])
+        dxs[t] = U.T @ da
+        dh = W.T @ da
+    return dW, dU, dxs, dh
+
+
+def rnn_autograd(W, U, xs, h):
+    for x in xs:
+        h = anp.tanh(anp.dot(W, h) + anp.dot(U, x))
+    return anp.sum(h * h)
+
+
+def scalar_loss(a, b):
+    s = 0.0
+    for i in range(1000):
+        s = s + math.sin(a * i) * b + math.exp(-b * s * 1e-3)
+    return s
+
+
+def scalar_hand(a, b):
+    s, trace = 0.0, []
+    for i in range(1000):
+        trace.append(s)
+        s = s + math.sin(a * i) * b + math.exp(-b * s * 1e-3)
+    da, db, ds = 0.0, 0.0, 1.0
+    for i in range(999, -1, -1):
+        s_prev = trace[i]
+        e = math.exp(-b * s_prev * 1e-3)
+        da += ds * math.cos(a * i) * i * b
+        db += ds * (math.sin(a * i) - e * s_prev * 1e-3)
+        ds = ds * (1.0 - e * b * 1e-3)
+    return da, db
+
+
+def scalar_autograd(a, b):
+    s = 0.0
+    for i in range(1000):
+        s = s + anp.sin(a * i) * b + anp.exp(-b * s * 1e-3)
+    return s
+
+
 def mlp_inputs(n_in, n_hidden, n_out, batch, rng):
     y = np.eye(n_out)[rng.integers(0, n_out, size=batch)]
     return [
@@ -84,6 +141,10 @@ def workloads(rng):
         "mlp (784-256-10, batch 64)": (mlp_loss, mlp_hand, mlp_autograd, mlp_inputs(784, 256, 10, 64, rng), (0, 1, 2, 3)),
         "mlp_small (8-16-4, batch 4)": (mlp_loss, mlp_hand, mlp_autograd, mlp_inputs(8, 16, 4, 4, rng), (0, 1, 2, 3)),
         "logsumexp_broadcast (1000x100)": (lse_loss, lse_hand, lse_autograd, [rng.normal(size=(1000, 100)), rng.normal(size=100)], (0, 1)),
+        "rnn (hidden 32, 50 steps)": (rnn_loss, rnn_hand, rnn_autograd, [
+            rng.normal(size=(32, 32)) * 0.2, rng.normal(size=(32, 8)) * 0.2, rng.normal(size=(50, 8)), np.zeros(32),
+        ], (0, 1, 2, 3)),
+        "scalar_loop (1000 iterations)": (scalar_loss, scalar_hand, scalar_autograd, [0.3, 0.7], (0, 1)),
     }
 
 
