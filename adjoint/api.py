@@ -175,7 +175,7 @@ def _pullback(f, args, kwargs, positions):
     call = getattr(type(f), "__call__", None)
     if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
-    if isinstance(f, (functools.partial, types.MethodType)):
+    if isinstance(f, (functools.partial, types.MethodType)) or _is_array_method(f):
         return _pullback_of_bound(f, args, kwargs, positions)
     if positions and max(positions) >= len(args):
         raise AdjointError(
@@ -203,9 +203,13 @@ def _pullback_of_bound(f, args, kwargs, positions):
     if isinstance(f, functools.partial):
         function, bound, kwargs = f.func, f.args, {**f.keywords, **kwargs}
     else:
-        function, bound = f.__func__, (f.__self__,)
+        function, bound = registry.unbound(f), (f.__self__,)  # `model.loss`, `x.dot`
     value, back = _pullback(function, bound + tuple(args), kwargs, [p + len(bound) for p in positions])
     return value, lambda cotangent: back(cotangent)[len(bound) :]
+
+
+def _is_array_method(f) -> bool:
+    return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
 
 
 def _unshared(cotangents, seed) -> tuple:

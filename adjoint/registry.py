@@ -7,7 +7,9 @@ The one rule convention, written once:
 - `pullback(cotangent)` returns a tuple with one cotangent per positional argument, in order.
   `None` means the argument carries no cotangent (an int, a shape, a flag) and consumers skip
   work for it; trailing `None`s may be left out (`np.sum(x, 1)`'s pullback may return just
-  `(x_bar,)`), and consumers pad. A cotangent has its argument's shape and dtype.
+  `(x_bar,)`), and consumers pad; `None`s for optional parameters the call did not pass may be
+  given, and consumers drop them (`padded`). A cotangent has its argument's shape and dtype.
+- A method's rule (`np.ndarray.sum`) takes the receiver as its first argument.
 - Keyword arguments are never differentiated.
 - The pullback is a named closure (`sin_pullback`), so a traceback says which rule failed.
 
@@ -21,13 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 from typing import Callable
 
 import numpy as np
 
 from . import runtime
 
-__all__ = ["Rule", "rrule", "elementwise", "non_differentiable", "lookup", "is_non_differentiable"]
+__all__ = [
+    "Rule", "rrule", "elementwise", "non_differentiable", "lookup", "is_non_differentiable", "unbound", "padded",
+]
 
 
 @dataclasses.dataclass(eq=False)
@@ -58,20 +63,44 @@ def _key(primitive) -> int:
 
 
 def lookup(primitive) -> Rule | None:
-    """The rule registered for `primitive` (or, for a bound method, for its function), or None."""
+    """The rule registered for `primitive`, or None.
+
+    For a bound method, the rule of the function it binds: `m.__func__`'s for a Python
+    method, `np.ndarray.sum`'s for `x.sum` on an array or NumPy scalar. Such a rule takes the
+    receiver as its first argument, so call it with the receiver first:
+
+    >>> x = np.array([1.0, 2.0])
+    >>> value, back = lookup(x.sum).rrule(x, axis=0)
+    >>> float(value), back(1.0)
+    (3.0, (array([1., 1.]),))
+    """
     entry = _RULES.get(_key(primitive))
     if entry is not None and entry[0] is primitive:
         return entry[1]
-    function = getattr(primitive, "__func__", None)
+    function = unbound(primitive)
     return lookup(function) if function is not None else None
 
 
 def is_non_differentiable(primitive) -> bool:
-    """Whether `primitive` (or a bound method's function) is declared to have no derivative."""
+    """Whether `primitive` (or a bound method's function, as for `lookup`) has no derivative."""
     if _NON_DIFFERENTIABLE.get(_key(primitive), _MISSING) is primitive:
         return True
-    function = getattr(primitive, "__func__", None)
+    function = unbound(primitive)
     return function is not None and is_non_differentiable(function)
+
+
+def unbound(primitive):
+    """The function a bound method calls with its receiver first, or None for anything else:
+    `m.__func__` for a Python method, the array method for a method of an array or NumPy scalar.
+
+    >>> unbound(np.ones(2).sum) is np.ndarray.sum
+    True
+    """
+    function = getattr(primitive, "__func__", None)
+    if function is None and isinstance(primitive, types.BuiltinMethodType):
+        if isinstance(primitive.__self__, (np.ndarray, np.generic)):  # `x.sum` is `np.ndarray.sum(x)`
+            function = getattr(np.ndarray, primitive.__name__, None)
+    return function
 
 
 _MISSING = object()
@@ -137,8 +166,15 @@ def _with_zero_cotangents(rule_fn):
 
 
 def padded(cotangents, count: int) -> tuple:
-    """A pullback's cotangents with the trailing `None`s it left out put back."""
+    """A pullback's cotangents, `count` of them: the trailing `None`s it left out put back, and
+    the trailing `None`s for parameters the call did not pass (`x.clip(max=1)`) dropped.
+
+    >>> padded((1.0,), 3), padded((1.0, None, None), 1)
+    ((1.0, None, None), (1.0,))
+    """
     cotangents = tuple(cotangents)
+    while len(cotangents) > count and cotangents[-1] is None:
+        cotangents = cotangents[:-1]
     return cotangents + (None,) * (count - len(cotangents))
 
 

@@ -462,3 +462,22 @@ def test_pullback_of_primitive_with_integer_dtype_has_no_gradient():
     assert value.dtype.kind == "i"
     cotangents = back(np.ones(3, dtype=int))
     assert cotangents[1] in (None, 0.0)
+
+
+GLOBAL_MATRIX = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def method_of_a_global_array(x):
+    return np.sum(GLOBAL_MATRIX.dot(x) ** 2)
+
+
+def test_method_of_a_global_array_is_called_with_its_receiver():
+    check_grad(method_of_a_global_array, np.array([0.3, -0.2]))
+
+
+def test_pullback_of_a_bound_array_method_differentiates_its_arguments_only():
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 5.0])
+    value, back = adjoint.pullback(x.dot, y)
+    assert value == 13.0
+    (y_bar,) = back(2.0)
+    np.testing.assert_allclose(y_bar, 2.0 * x)

@@ -1,4 +1,7 @@
-"""Unit tests of the helpers in adjoint/runtime.py that generated code and rules call."""
+"""Unit tests of the helpers in adjoint/runtime/ that generated code and rules call."""
+
+import functools
+import logging
 
 import numpy as np
 import pytest
@@ -54,6 +57,24 @@ def test_add_of_tuples_adds_elementwise_with_none_entries():
 
 def test_add_of_lists_keeps_list():
     assert adj.add([1.0, 2.0], [3.0, 4.0]) == [4.0, 6.0]
+
+
+def test_zeros_like_dict_has_same_keys():
+    zero = adj.zeros_like({"w": np.ones(2, dtype=np.float32), "n": 3, "pair": (1.0, 2)})
+    assert list(zero) == ["w", "n", "pair"]
+    assert zero["w"].dtype == np.float32 and not zero["w"].any()
+    assert zero["n"] is None and zero["pair"] == (0.0, None)
+
+
+def test_add_of_dicts_takes_the_union_of_keys():
+    total = adj.add({"a": 1.0, "b": None, "c": np.array([1.0])}, {"b": 2.0, "c": np.array([2.0]), "d": 4.0})
+    assert list(total) == ["a", "b", "c", "d"]
+    assert total["a"] == 1.0 and total["b"] == 2.0 and total["d"] == 4.0
+    np.testing.assert_array_equal(total["c"], [3.0])
+
+
+def test_add_of_nested_dicts_and_lists():
+    assert adj.add({"xs": [1.0, None]}, {"xs": [2.0, 3.0]}) == {"xs": [3.0, 3.0]}
 
 
 # ---- unbroadcast ----------------------------------------------------------------------------------
@@ -218,6 +239,36 @@ def test_untranspose_inverts_permutation(axes):
     np.testing.assert_array_equal(adj.untranspose(np.transpose(x, axes), axes), x)
 
 
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (0, False), (1, True), (-1, False), ((0, 1), False)])
+def test_prod_bar_is_the_product_of_the_others_even_at_zeros(axis, keepdims):
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0]])
+    ans = np.prod(x, axis=axis, keepdims=keepdims)
+    g = np.arange(1.0, 1.0 + np.size(ans)).reshape(np.shape(ans))
+    expected = np.zeros_like(x)
+    for i in np.ndindex(x.shape):  # a product is affine in each entry: its slope is f(1) - f(0)
+        one, zero = x.copy(), x.copy()
+        one[i], zero[i] = 1.0, 0.0
+        expected[i] = np.sum(g * (np.prod(one, axis=axis, keepdims=keepdims) - np.prod(zero, axis=axis, keepdims=keepdims)))
+    np.testing.assert_allclose(adj.prod_bar(g, x, axis=axis, keepdims=keepdims), expected)
+
+
+def test_prod_bar_of_empty_and_0d_arrays():
+    assert adj.prod_bar(1.0, np.zeros((0, 3)), axis=0).shape == (0, 3)
+    assert adj.prod_bar(2.0, np.array(4.0)) == 2.0
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_unravel_inverts_ravel(order, layout):
+    x = np.asarray(np.arange(6.0).reshape(2, 3), order=layout)
+    np.testing.assert_array_equal(adj.unravel(np.ravel(x, order=order), x, order=order), x)
+
+
+def test_unravel_refuses_memory_order_of_a_non_contiguous_array():
+    with pytest.raises(adj.RuleError, match="order='K'"):
+        adj.unravel(np.zeros(3), np.zeros((2, 6))[:, ::2], order="K")
+
+
 def test_unindex_accumulates_repeated_integer_indices():
     out = adj.unindex(np.array([1.0, 2.0, 4.0]), np.zeros(4), np.array([0, 0, 2]))
     np.testing.assert_array_equal(out, [3.0, 0.0, 4.0, 0.0])
@@ -237,6 +288,303 @@ def test_unindex_with_scalar_index_keeps_input_dtype():
     out = adj.unindex(np.float32(5.0), np.zeros(3, dtype=np.float32), 1)
     assert out.dtype == np.float32
     np.testing.assert_array_equal(out, [0.0, 5.0, 0.0])
+
+
+def inner(a, b):
+    """<a, b> over arrays, floats and (nested) lists, tuples and dicts; None is zero."""
+    if a is None or b is None:
+        return 0.0
+    if isinstance(a, dict):
+        return sum(inner(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return sum(inner(x, y) for x, y in zip(a, b))
+    return float(np.sum(np.asarray(a) * np.asarray(b)))
+
+
+# Reading `x[index]` is linear in x: its adjoint satisfies <unindex(g), u> = <g, u[index]>.
+READS = [
+    pytest.param((5,), 2, id="int"),
+    pytest.param((5,), -1, id="negative-int"),
+    pytest.param((5,), slice(4, 0, -2), id="slice-with-negative-step"),
+    pytest.param((3, 4), (slice(None), np.array([0, 2, 0])), id="repeated-fancy-in-tuple"),
+    pytest.param((3, 4), np.array([[True, False, True, False]] * 3), id="boolean-mask"),
+    pytest.param((3, 4), (Ellipsis, None, 1), id="ellipsis-and-newaxis"),
+    pytest.param((3, 4), [2, 2, 0], id="repeated-list"),
+    pytest.param((3, 4), ((1, 1), 2), id="repeated-tuple-in-tuple"),
+]
+
+
+@pytest.mark.parametrize("shape, index", READS)
+def test_unindex_is_the_adjoint_of_indexing(rng, shape, index):
+    x, u = rng.normal(size=shape), rng.normal(size=shape)
+    g = rng.normal(size=np.shape(x[index]))
+    x_bar = adj.unindex(g, x, index)
+    assert x_bar.shape == x.shape and x_bar.dtype == x.dtype
+    assert inner(x_bar, u) == pytest.approx(inner(g, u[index]))
+
+
+@pytest.mark.parametrize("container", [tuple, list])
+@pytest.mark.parametrize("index", [1, -1, slice(None, None, -2), slice(1, None)])
+def test_unindex_of_a_sequence_keeps_its_kind(container, index):
+    x = container([1.0, np.ones(2), 3, 4.0])
+    g = x[index]  # any cotangent of the right shape: the read values themselves
+    x_bar = adj.unindex(g, x, index)
+    assert type(x_bar) is container and len(x_bar) == 4
+    positions = range(4)[index]
+    for i, part in enumerate(x_bar):
+        if i == positions or not isinstance(positions, int) and i in positions:
+            np.testing.assert_array_equal(part, x[i])
+        else:
+            assert inner(part, part) == 0.0 and (part is None) == (i == 2)
+
+
+def test_unindex_of_a_dict_puts_g_at_the_key():
+    x = {"w": np.ones(2), "b": 0.5, "n": 3}
+    x_bar = adj.unindex(np.array([1.0, 2.0]), x, "w")
+    assert list(x_bar) == ["w", "b", "n"]
+    np.testing.assert_array_equal(x_bar["w"], [1.0, 2.0])
+    assert x_bar["b"] == 0.0 and x_bar["n"] is None
+
+
+def test_unindex_of_none_is_zero():
+    np.testing.assert_array_equal(adj.unindex(None, np.ones(3), 1), np.zeros(3))
+
+
+# ---- buffers ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "x, dtype",
+    [(np.ones((2, 3), dtype=np.float32), np.float32), (np.arange(3), np.float64), (np.float32(2.0), np.float32)],
+    ids=["float32-array", "int-array", "numpy-scalar"],
+)
+def test_buffer_like_array_is_float_zeros_of_its_shape(x, dtype):
+    buffer = adj.buffer_like(x)
+    assert type(buffer) is np.ndarray and buffer.shape == np.shape(x) and buffer.dtype == dtype
+    assert not buffer.any() and buffer.flags.writeable
+
+
+def test_buffer_like_containers():
+    assert adj.buffer_like((1.0, 2, [3.0])) == [0.0, None, [0.0]]
+    assert adj.buffer_like({"a": 1.0, "b": "s"}) == {"a": 0.0, "b": None}
+
+
+def test_buffer_like_is_fresh_each_time():
+    x = np.ones(2)
+    first = adj.buffer_like(x)
+    first[0] = 5.0
+    assert not adj.buffer_like(x).any()
+
+
+def test_scatter_add_accumulates_repeated_fancy_indices_in_place():
+    buffer = adj.buffer_like(np.ones((2, 3)))
+    value = np.array([1.0, 2.0, 3.0])
+    assert adj.scatter_add(buffer, (np.array([0, 0, 1]), np.array([1, 1, 2])), value) is None
+    np.testing.assert_array_equal(buffer, [[0.0, 3.0, 0.0], [0.0, 0.0, 3.0]])
+    adj.scatter_add(buffer, [1, 1], np.ones((2, 3)))
+    np.testing.assert_array_equal(buffer, [[0.0, 3.0, 0.0], [2.0, 2.0, 5.0]])
+
+
+@pytest.mark.parametrize(
+    "index, value, expected",
+    [
+        (1, 2.0, [0.0, 2.0, 0.0, 0.0]),
+        (slice(0, 4, 2), np.array([1.0, 2.0]), [1.0, 0.0, 2.0, 0.0]),
+        (slice(1, 3), np.ones((5, 2)), [0.0, 5.0, 5.0, 0.0]),  # broadcast along a leading axis
+        ((Ellipsis,), 1.5, [1.5, 1.5, 1.5, 1.5]),
+        (np.array([True, False, False, True]), np.array([1.0, 2.0]), [1.0, 0.0, 0.0, 2.0]),
+        ([3, 3, 3], np.array([1.0, 2.0, 3.0]), [0.0, 0.0, 0.0, 6.0]),
+    ],
+    ids=["int", "slice", "summed-broadcast", "ellipsis", "mask", "repeated-list"],
+)
+def test_scatter_add_into_an_array(index, value, expected):
+    buffer = adj.buffer_like(np.zeros(4, dtype=np.float32))
+    adj.scatter_add(buffer, index, value)
+    np.testing.assert_array_equal(buffer, expected)
+    assert buffer.dtype == np.float32
+
+
+def test_scatter_add_of_none_adds_nothing():
+    buffer = adj.buffer_like(np.zeros(2))
+    adj.scatter_add(buffer, 0, None)
+    assert not buffer.any()
+
+
+def test_scatter_add_into_a_list_by_int_and_slice():
+    x = [1.0, np.ones(2), 3, 4.0]
+    buffer = adj.buffer_like(x)
+    adj.scatter_add(buffer, -1, 2.0)
+    adj.scatter_add(buffer, -1, 1.0)
+    adj.scatter_add(buffer, slice(None, 2), [5.0, np.array([1.0, 2.0])])
+    adj.scatter_add(buffer, slice(None, None, -2), [7.0, 8.0])  # positions 3 and 1
+    assert buffer[0] == 5.0 and buffer[2] is None and buffer[3] == 10.0
+    np.testing.assert_array_equal(buffer[1], [9.0, 10.0])
+    assert type(adj.from_buffer(buffer, tuple(x))) is tuple
+
+
+def test_scatter_add_into_a_dict():
+    buffer = adj.buffer_like({"a": 1.0, "b": np.ones(2)})
+    adj.scatter_add(buffer, "b", np.array([1.0, 2.0]))
+    adj.scatter_add(buffer, "b", 1.0)
+    adj.scatter_add(buffer, "a", 3.0)
+    assert buffer["a"] == 3.0
+    np.testing.assert_array_equal(buffer["b"], [2.0, 3.0])
+
+
+def test_scatter_add_does_not_mutate_the_values_it_adds():
+    value = np.array([1.0, 2.0])
+    buffer = [value, 0.0]
+    adj.scatter_add(buffer, 0, np.ones(2))
+    np.testing.assert_array_equal(value, [1.0, 2.0])
+
+
+def test_from_buffer_gives_the_primal_kind():
+    assert adj.from_buffer([1.0, 2.0], (0.0, 0.0)) == (1.0, 2.0)
+    buffer = np.zeros(2)
+    assert adj.from_buffer(buffer, np.ones(2)) is buffer
+    scalar = adj.from_buffer(np.array(2.5, dtype=np.float32), np.float32(1.0))
+    assert type(scalar) is np.float32 and scalar == 2.5
+
+
+# ---- setitem and append -----------------------------------------------------------------------------
+
+def test_setitem_returns_a_copy_and_leaves_the_array_alone():
+    x = np.zeros(3)
+    y = adj.setitem(x, slice(0, 2), 5.0)
+    np.testing.assert_array_equal(y, [5.0, 5.0, 0.0])
+    np.testing.assert_array_equal(x, [0.0, 0.0, 0.0])
+
+
+def test_setitem_keeps_dtype_and_layout():
+    x = np.zeros((2, 3), dtype=np.int64, order="F")
+    y = adj.setitem(x, (0, 0), 2.7)
+    assert y.dtype == np.int64 and y[0, 0] == 2 and y.flags.f_contiguous
+
+
+def test_setitem_on_lists_and_dicts_copies():
+    xs, d = [1.0, 2.0], {"a": 1.0}
+    assert adj.setitem(xs, -1, 5.0) == [1.0, 5.0] and xs == [1.0, 2.0]
+    assert adj.setitem(xs, slice(0, 1), [7.0, 8.0]) == [7.0, 8.0, 2.0]
+    assert adj.setitem(d, "b", 2.0) == {"a": 1.0, "b": 2.0} and d == {"a": 1.0}
+
+
+def test_setitem_on_a_tuple_raises_type_error_like_python():
+    with pytest.raises(TypeError, match="'tuple' object does not support item assignment"):
+        adj.setitem((1.0, 2.0), 0, 3.0)
+
+
+# Assignment is linear in (x, value): its adjoint satisfies
+# <x_bar, u> + <value_bar, w> = <g, setitem(u, index, w)>.
+WRITES = [
+    pytest.param((4,), 1, (), id="int"),
+    pytest.param((4,), -1, (), id="negative-int"),
+    pytest.param((4,), slice(0, 3), (), id="slice-broadcast-scalar"),
+    pytest.param((3, 4), (slice(None), 2), (3,), id="column"),
+    pytest.param((3, 4), 1, (1, 4), id="row-from-leading-unit-axis"),
+    pytest.param((3, 4), (slice(None), slice(1, 3)), (2,), id="broadcast-row"),
+    pytest.param((3, 4), (np.array([2, 0]), np.array([1, 1])), (2,), id="distinct-fancy"),
+    pytest.param((3, 4), np.array([[True, False, False, True]] * 3), (6,), id="mask"),
+]
+
+
+@pytest.mark.parametrize("shape, index, value_shape", WRITES)
+def test_setitem_bar_is_the_adjoint_of_assignment(rng, shape, index, value_shape):
+    x, u = rng.normal(size=shape), rng.normal(size=shape)
+    value, w = rng.normal(size=value_shape), rng.normal(size=value_shape)
+    g = rng.normal(size=shape)
+    x_bar, value_bar = adj.setitem_bar(g, x, index, value)
+    assert x_bar.shape == x.shape and np.shape(value_bar) == value.shape
+    assert inner(x_bar, u) + inner(value_bar, w) == pytest.approx(inner(g, adj.setitem(u, index, w)))
+
+
+def test_setitem_bar_of_a_python_float_is_a_float():
+    _, value_bar = adj.setitem_bar(np.array([1.0, 2.0, 3.0]), np.zeros(3), slice(1, 3), 0.5)
+    assert type(value_bar) is float and value_bar == 5.0
+
+
+def test_setitem_bar_of_a_list_of_values_is_a_list():
+    _, value_bar = adj.setitem_bar(np.array([1.0, 2.0, 3.0]), np.zeros(3), slice(0, 2), [0.5, 0.25])
+    assert value_bar == [1.0, 2.0]
+
+
+def test_setitem_bar_keeps_value_dtype_and_gives_none_for_an_int():
+    g = np.ones(3, dtype=np.float32)
+    _, value_bar = adj.setitem_bar(g, np.zeros(3, dtype=np.float32), slice(None), np.array([1.0, 2.0, 3.0]))
+    assert value_bar.dtype == np.float64
+    assert adj.setitem_bar(g, np.zeros(3, dtype=np.float32), 0, 1)[1] is None
+
+
+def test_setitem_bar_refuses_repeated_indices():
+    with pytest.raises(adj.RuleError, match="repeated indices"):
+        adj.setitem_bar(np.ones(3), np.zeros(3), [0, 2, 0], np.ones(3))
+    with pytest.raises(adj.RuleError, match="repeated indices"):
+        adj.setitem_bar(np.ones((2, 2)), np.zeros((2, 2)), (np.array([1, 1]), np.array([0, 0])), 1.0)
+
+
+def test_setitem_bar_does_not_mutate_its_inputs():
+    g, x, value = np.ones(3), np.zeros(3), np.array([5.0])
+    x_bar, _ = adj.setitem_bar(g, x, slice(0, 1), value)
+    np.testing.assert_array_equal(g, np.ones(3))
+    np.testing.assert_array_equal(x, np.zeros(3))
+    x_bar[:] = 7.0  # a fresh array, not a view of g
+    np.testing.assert_array_equal(g, np.ones(3))
+
+
+def test_setitem_bar_of_a_read_only_cotangent():
+    g = np.broadcast_to(2.0, (3,))
+    x_bar, value_bar = adj.setitem_bar(g, np.zeros(3), 0, 1.0)
+    np.testing.assert_array_equal(x_bar, [0.0, 2.0, 2.0])
+    assert value_bar == 2.0
+
+
+def test_setitem_bar_of_none_is_none():
+    assert adj.setitem_bar(None, np.zeros(2), 0, 1.0) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "index, value, x_bar, value_bar",
+    [
+        (1, 5.0, [1.0, 0.0, 3.0, 4.0], 2.0),
+        (-1, 5.0, [1.0, 2.0, 3.0, 0.0], 4.0),
+        (slice(1, 3), [5.0, 6.0], [1.0, 0.0, 0.0, 4.0], [2.0, 3.0]),
+        (slice(None, None, 2), (5.0, 6.0), [0.0, 2.0, 0.0, 4.0], (1.0, 3.0)),
+    ],
+    ids=["int", "negative-int", "slice", "extended-slice-tuple-value"],
+)
+def test_setitem_bar_of_a_list(index, value, x_bar, value_bar):
+    x = [10.0, 20.0, 30.0, 40.0]
+    g = [1.0, 2.0, 3.0, 4.0]
+    assert adj.setitem_bar(g, x, index, value) == (x_bar, value_bar)
+    assert g == [1.0, 2.0, 3.0, 4.0] and x == [10.0, 20.0, 30.0, 40.0]
+
+
+def test_setitem_bar_of_a_list_slice_of_another_length():
+    # x = [a, b, c]; x[1:2] = [v, w] gives [a, v, w, c]
+    x_bar, value_bar = adj.setitem_bar([1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0], slice(1, 2), [5.0, 6.0])
+    assert x_bar == [1.0, 0.0, 4.0] and value_bar == [2.0, 3.0]
+
+
+def test_setitem_bar_of_a_dict():
+    x = {"w": np.ones(2), "b": 1.0}
+    g = {"w": np.array([1.0, 2.0]), "b": 3.0, "new": 4.0}
+    assert adj.setitem_bar(g, x, "new", 9.0) == ({"w": g["w"], "b": 3.0}, 4.0)
+    x_bar, value_bar = adj.setitem_bar(g, x, "b", 9.0)
+    assert x_bar == {"w": g["w"], "b": 0.0} and value_bar == 3.0
+
+
+def test_append_returns_a_new_list():
+    xs = [1.0]
+    ys = adj.append(xs, np.ones(2))
+    assert len(ys) == 2 and xs == [1.0] and ys is not xs
+
+
+def test_append_needs_a_list():
+    with pytest.raises(TypeError, match="tuple"):
+        adj.append((1.0,), 2.0)
+
+
+def test_append_bar_splits_the_last_cotangent_off():
+    assert adj.append_bar([1.0, 2.0, 3.0]) == ([1.0, 2.0], 3.0)
+    assert adj.append_bar(None) == (None, None)
 
 
 # ---- vjp dispatch -----------------------------------------------------------------------------------
@@ -271,6 +619,99 @@ def test_vjp_of_python_function_with_all_arguments_passed(rng):
     x_bar, scale_bar = back(np.ones(3))
     np.testing.assert_allclose(x_bar, 6.0 * x)
     assert scale_bar == pytest.approx(np.sum(x ** 2))
+
+
+class Scaler:
+    """A Python object whose methods and `__call__` generated code may call."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def loss(self, x, y):
+        return np.sum(self.scale * x * y)
+
+    def __call__(self, x):
+        return np.sum(self.scale * x ** 2)
+
+
+def weighted(x, w, offset=0.0):
+    return np.sum(w * x) + offset
+
+
+def test_vjp_of_bound_python_method_drops_the_receiver(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    value, back = adj.vjp((0, 1), Scaler(3.0).loss, x, y)
+    assert value == pytest.approx(np.sum(3.0 * x * y))
+    x_bar, y_bar = back(1.0)  # one cotangent per argument: none for the receiver
+    np.testing.assert_allclose(x_bar, 3.0 * y)
+    np.testing.assert_allclose(y_bar, 3.0 * x)
+
+
+def test_vjp_of_callable_object_calls_its_python_call(rng):
+    x = rng.normal(size=3)
+    value, back = adj.vjp((0,), Scaler(2.0), x)
+    assert value == pytest.approx(np.sum(2.0 * x ** 2))
+    (x_bar,) = back(1.0)
+    np.testing.assert_allclose(x_bar, 4.0 * x)
+
+
+def test_vjp_of_partial_treats_bound_arguments_as_constants(rng):
+    x, w = rng.normal(size=3), rng.normal(size=3)
+    value, back = adj.vjp((0,), functools.partial(weighted, w=w, offset=1.0), x)
+    assert value == pytest.approx(np.sum(w * x) + 1.0)
+    (x_bar,) = back(1.0)
+    np.testing.assert_allclose(x_bar, w)
+
+
+def test_vjp_of_array_method_returns_the_receivers_cotangent_first(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    value, back = adj.vjp((0, 1), x.dot, y)
+    assert value == pytest.approx(x @ y)
+    x_bar, y_bar = back(2.0)
+    np.testing.assert_allclose(x_bar, 2.0 * y)
+    np.testing.assert_allclose(y_bar, 2.0 * x)
+
+
+def test_vjp_of_array_method_with_shape_arguments(rng):
+    x = rng.normal(size=(2, 3))
+    value, back = adj.vjp((0,), x.reshape, 3, 2)
+    assert value.shape == (3, 2)
+    x_bar, *rest = back(np.arange(6.0).reshape(3, 2))
+    assert rest == [None, None]
+    np.testing.assert_array_equal(x_bar, np.arange(6.0).reshape(2, 3))
+
+
+def test_vjp_of_numpy_scalar_method():
+    value, back = adj.vjp((0,), np.float64(2.5).clip, 0.0, 1.0)
+    assert value == 1.0
+    assert back(3.0)[0] == 0.0
+
+
+def test_vjp_of_non_differentiable_array_method_gives_zeros_to_the_receiver():
+    x = np.array([1.0, 3.0, 2.0])
+    value, back = adj.vjp((0,), x.argmax)
+    assert value == 1
+    (x_bar,) = back(None)
+    np.testing.assert_array_equal(x_bar, np.zeros(3))
+    assert adj.vjp((0,), np.float64(2.0).argmax)[0] == 0  # a NumPy scalar's own method is called
+
+
+def test_vjp_of_array_method_with_integer_dtype_result_has_no_gradient():
+    x = np.array([1.5, 2.5])
+    value, back = adj.vjp((0,), x.astype, int)
+    np.testing.assert_array_equal(value, [1, 2])
+    np.testing.assert_array_equal(back(np.ones(2))[0], np.zeros(2))
+
+
+def test_vjp_of_array_method_without_rule_says_which():
+    with pytest.raises(adj.RuleError, match="ndarray.cumsum"):
+        adj.vjp((0,), np.ones(2).cumsum)
+
+
+def test_vjp_of_bound_non_differentiable_python_method():
+    logger = logging.getLogger("adjoint.tests")
+    value, back = adj.vjp((), logger.debug, "x is %s", np.ones(2))
+    assert value is None and back(None) == (None, None)
 
 
 def full_of_row(x):

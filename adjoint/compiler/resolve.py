@@ -101,6 +101,8 @@ def _resolve_call(func, ctx, local_names) -> Callee:
     if obj is _UNBOUND:
         return Callee(DYNAMIC, text)  # NameError or AttributeError at run time, as in Python
     callee = classify(obj, text)
+    if callee.kind == RULE and isinstance(obj, types.BuiltinMethodType) and registry.unbound(obj) is not None:
+        return Callee(DYNAMIC, text, method=True)  # `W.dot(x)` on a global array: `adj.method_vjp`
     if callee.kind in (RULE, NON_DIFFERENTIABLE):
         ctx.rely_on(text, obj)  # a rebinding of `text` invalidates the generated code
     return callee

@@ -1,3 +1,5 @@
-"""adjoint's built-in rules, one module per NumPy family; importing this registers them all."""
+"""adjoint's built-in rules, one module per family of primitives; importing this registers them all."""
 
-from . import elementwise, linalg, math, reductions, shape  # noqa: F401
+from . import (  # noqa: F401
+    builtins, containers, elementwise, linalg, math, methods, reductions, sequences, shape,
+)

@@ -136,6 +136,25 @@ def where_rrule(condition, x, y):
     return np.where(condition, x, y), where_pullback
 
 
+# NumPy clips as `minimum(maximum(a, low), high)`: the cotangent goes to whichever of the three
+# the result is, `a` first at ties. Bounds passed by keyword, like every keyword, get none.
+@rrule(np.clip, np.ndarray.clip)
+def clip_rrule(a, *bounds, **keyword_bounds):
+    low, high = (*bounds, None, None)[:2]
+    low = keyword_bounds.get("a_min", keyword_bounds.get("min", low))
+    high = keyword_bounds.get("a_max", keyword_bounds.get("max", high))
+    ans = np.clip(a, *bounds, **keyword_bounds)
+
+    def clip_pullback(g):
+        to_a = ans == a
+        to_high = ~to_a & (ans == high)
+        to_low = ~to_a & ~to_high & (ans == low)
+        bounds_bar = [adj.unbroadcast(np.where(to, g, 0), bound) for to, bound in zip((to_low, to_high), bounds)]
+        return (adj.unbroadcast(np.where(to_a, g, 0), a), *bounds_bar)
+
+    return ans, clip_pullback
+
+
 # ---- piecewise constant: zero gradient everywhere they are defined ---------------------------------
 
 non_differentiable(

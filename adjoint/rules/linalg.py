@@ -16,7 +16,7 @@ def matmul_rrule(a, b):
     return a @ b, matmul_pullback
 
 
-@rrule(np.dot)
+@rrule(np.dot, np.ndarray.dot)
 def dot_rrule(a, b):
     def dot_pullback(g):
         return adj.dot_lhs_bar(g, a, b), adj.dot_rhs_bar(g, a, b)

@@ -1,6 +1,5 @@
 """Shape functions, and the queries and constructors that carry no gradient."""
 
-import builtins
 import logging
 import warnings
 
@@ -34,6 +33,22 @@ def reshape_rrule(a, shape, order="C"):
     return np.reshape(a, shape, order=order), reshape_pullback
 
 
+@rrule(np.squeeze, np.ndarray.squeeze)
+def squeeze_rrule(a, axis=None):
+    def squeeze_pullback(g):
+        return (np.reshape(g, np.shape(a)),)
+
+    return np.squeeze(a, axis=axis), squeeze_pullback
+
+
+@rrule(np.ravel, np.ndarray.ravel)
+def ravel_rrule(a, order="C"):
+    def ravel_pullback(g):
+        return (adj.unravel(g, a, order=order),)
+
+    return np.ravel(a, order=order), ravel_pullback
+
+
 @rrule(np.full)
 def full_rrule(shape, fill_value, dtype=None):
     def full_pullback(g):
@@ -42,9 +57,9 @@ def full_rrule(shape, fill_value, dtype=None):
     return np.full(shape, fill_value, dtype=dtype), full_pullback
 
 
-# ---- queries, constructors, logging and Python built-ins: no gradient -----------------------------
+# ---- queries, constructors and logging: no gradient -----------------------------------------------
 # Only functions whose outputs are constant in every float input belong here (`np.arange(x)`
-# does not: its values move with `x`).
+# does not: its values move with `x`). Python's built-ins are in `builtins`.
 
 non_differentiable(
     logging.Logger.debug, logging.Logger.info, logging.Logger.warning, logging.Logger.error,
@@ -56,6 +71,4 @@ non_differentiable(
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones,
     np.empty, np.eye, np.identity, np.argmax, np.argmin, np.argsort,
     np.ndarray.shape, np.ndarray.ndim, np.ndarray.size, np.ndarray.dtype,
-    builtins.len, builtins.range, builtins.isinstance, builtins.type, builtins.int,
-    builtins.bool, builtins.round, builtins.print, builtins.repr, builtins.str,
 )

@@ -23,8 +23,9 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     such function) to its cotangent.
 
     >>> import numpy as np
-    >>> w = np.array([2.0, 3.0])
-    >>> f = lambda x: x * w
+    >>> def scaled(w):
+    ...     return lambda x: x * w
+    >>> f = scaled(np.array([2.0, 3.0]))
     >>> value, back = closure_vjp((0, 1), f, np.ones(2))
     >>> fn_bar, x_bar = back(np.ones(2))
     >>> fn_bar["w"], x_bar

@@ -230,7 +230,7 @@ WHERE_SHAPES = [
 ]
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [case[1] for case in UNARY + BINARY] + [np.where]
+RRULE_PRIMITIVES = [case[1] for case in UNARY + BINARY] + [np.where, np.clip]
 
 
 def _ids(cases):
@@ -393,3 +393,38 @@ def test_power_zero_at_zero():
     # expected: gradient 0; actual: nan
     with np.errstate(all="ignore"):
         check_grad(_power_zero, np.array([0.0, 1.0]))
+
+
+# ---- clip: the cotangent goes to whichever of x and its bounds the result is ------------------------
+
+X_FOR_CLIP = np.array([[-2.0, -0.3, 0.1], [0.45, 0.9, 3.0]])
+
+CLIP_CASES = [
+    pytest.param((-0.5, 0.5), {}, id="float-bounds"),
+    pytest.param((np.array([-1.0, 0.0, 0.2]), np.array([[0.4], [0.5]])), {}, id="broadcast-array-bounds"),
+    pytest.param((None, 0.5), {}, id="no-lower-bound"),
+    pytest.param((-0.5, None), {}, id="no-upper-bound"),
+    pytest.param((), {"a_min": -0.5, "a_max": 0.5}, id="keyword-bounds"),
+    pytest.param((0.2, -0.5), {}, id="crossed-bounds"),
+]
+
+
+@pytest.mark.parametrize("bounds, kwargs", CLIP_CASES)
+def test_clip_rule_matches_finite_differences(bounds, kwargs):
+    check_rrule(np.clip, X_FOR_CLIP, *bounds, **kwargs)
+    check_rrule(np.clip, X_FOR_CLIP.astype(np.float32), *bounds, **kwargs)
+
+
+def test_clip_gives_ties_to_x():
+    _, back = lookup(np.clip).rrule(np.array([0.0, 1.0, 2.0]), 1.0, 1.5)
+    x_bar, low_bar, high_bar = back(np.ones(3))
+    np.testing.assert_array_equal(x_bar, [0.0, 1.0, 0.0])
+    assert (low_bar, high_bar) == (1.0, 1.0)
+
+
+def clip_then_square(x):
+    return np.sum(np.clip(x, -0.5, 0.5) ** 2)
+
+
+def test_clip_through_compiler_matches_finite_differences():
+    check_grad(clip_then_square, X_FOR_CLIP)

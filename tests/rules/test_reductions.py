@@ -30,8 +30,11 @@ AXES = [
     pytest.param((2, 3), 1, True, np.float32, id="(2,3)-axis=1-keepdims=True-float32"),
 ]
 
+# Products and moments: prod (exact where entries are zero), var and std (with ddof).
+MOMENTS = [pytest.param(np.prod, id="np.prod"), pytest.param(np.var, id="np.var"), pytest.param(np.std, id="np.std")]
+
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [case.values[0] for case in REDUCTIONS]
+RRULE_PRIMITIVES = [case.values[0] for case in REDUCTIONS + MOMENTS]
 
 
 def call_sum(x, axis=None, keepdims=False):
@@ -170,3 +173,33 @@ def test_max_rule_shares_cotangent_between_ties():
     _, back = lookup(np.amax).rrule(np.array([[2.0, 2.0], [1.0, 0.0]]), axis=None)
     (x_bar,) = back(1.0)
     np.testing.assert_allclose(x_bar, [[0.5, 0.5], [0.0, 0.0]])
+
+
+# ---- prod, var and std --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, axis, keepdims, dtype", AXES)
+@pytest.mark.parametrize("primitive", MOMENTS)
+def test_moment_rule_matches_finite_differences(rng, primitive, shape, axis, keepdims, dtype):
+    check_rrule(primitive, rng.normal(size=shape).astype(dtype), axis=axis, keepdims=keepdims)
+
+
+@pytest.mark.parametrize("primitive", [np.var, np.std], ids=["np.var", "np.std"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_var_and_std_with_ddof_match_finite_differences(rng, primitive, axis):
+    check_rrule(primitive, rng.normal(size=(3, 4)), axis=axis, ddof=1)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_rule_is_exact_where_entries_are_zero(axis):
+    # One zero in a row: only that entry has a nonzero derivative; two zeros: none has.
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.5, -2.0, 0.5]])
+    check_rrule(np.prod, x, axis=axis)
+    _, back = lookup(np.prod).rrule(x, axis=1)
+    (x_bar,) = back(np.ones(3))
+    np.testing.assert_array_equal(x_bar, [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0], [-1.0, 0.75, -3.0]])
+
+
+def test_var_positional_ddof_is_refused_rather_than_misread(rng):
+    # NumPy's fourth positional parameter is `out`: the rule takes `ddof` only by keyword.
+    with pytest.raises(TypeError):
+        lookup(np.var).rrule(rng.normal(size=3), 0, None, None)

@@ -3,13 +3,20 @@
 import adjoint  # noqa: F401  (registers the built-in rules)
 from adjoint import registry
 
+import test_builtins
+import test_containers
 import test_elementwise
 import test_linalg
 import test_math
+import test_methods
 import test_reductions
+import test_sequences
 import test_shape
 
-TESTED_MODULES = [test_elementwise, test_linalg, test_math, test_reductions, test_shape]
+TESTED_MODULES = [
+    test_builtins, test_containers, test_elementwise, test_linalg, test_math, test_methods, test_reductions,
+    test_sequences, test_shape,
+]
 
 
 def _builtin_rules():

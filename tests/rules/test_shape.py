@@ -20,6 +20,12 @@ RRULE_CASES = [
     pytest.param(np.reshape, (6,), ((1, 2, 3),), {}, np.float64, id="reshape-(6,)-to-(1,2,3)"),
     pytest.param(np.reshape, (2, 3), ((3, 2),), {"order": "F"}, np.float64, id="reshape-(2,3)-to-(3,2)-order=F"),
     pytest.param(np.reshape, (2, 3), (-1,), {}, np.float32, id="reshape-(2,3)-to--1-float32"),
+    pytest.param(np.squeeze, (2, 1, 3, 1), (), {}, np.float64, id="squeeze-(2,1,3,1)"),
+    pytest.param(np.squeeze, (2, 1, 3, 1), (), {"axis": -1}, np.float64, id="squeeze-(2,1,3,1)-axis=-1"),
+    pytest.param(np.squeeze, (1, 3), (0,), {}, np.float32, id="squeeze-(1,3)-axis=0-float32"),
+    pytest.param(np.ravel, (2, 3), (), {}, np.float64, id="ravel-(2,3)"),
+    pytest.param(np.ravel, (2, 3, 4), ("F",), {}, np.float64, id="ravel-(2,3,4)-F"),
+    pytest.param(np.ravel, (2, 3), (), {"order": "A"}, np.float32, id="ravel-(2,3)-A-float32"),
 ]
 
 # Attributes cannot be called, so check_rrule cannot check them; their rules are checked
@@ -169,3 +175,16 @@ def test_reshape_order_a_follows_the_forward_layout():
     # inputs are C-contiguous).
     x = np.arange(6.0).reshape(2, 3) / 5
     np.testing.assert_allclose(adjoint.grad(_reshape_order_a)(x), np.reshape(W23.T, (2, 3)))
+
+
+def ravel_fortran_ordered(x):
+    return np.sum(np.ravel(x.T, order="K") * np.arange(6.0))  # x.T is in Fortran order
+
+
+def squeeze_then_scale(x):
+    return np.sum(np.squeeze(x, axis=1) * np.arange(3.0))
+
+
+def test_ravel_and_squeeze_through_compiler_match_finite_differences(rng):
+    check_grad(ravel_fortran_ordered, rng.normal(size=(2, 3)))
+    check_grad(squeeze_then_scale, rng.normal(size=(2, 1, 3)))

@@ -1,0 +1,27 @@
+"""The runtime's container updates, which `normalize` makes of Python's in-place statements.
+
+`y[i] = v` becomes `y = adj.setitem(y, i, v)` and `ys.append(v)` becomes
+`ys = adj.append(ys, v)`: both return new containers, so the pullback below still reads the
+containers as they were before the update.
+"""
+
+from .. import runtime as adj
+from ..registry import rrule
+
+
+@rrule(adj.setitem)
+def setitem_rrule(x, index, value):
+    def setitem_pullback(g):
+        bars = adj.setitem_bar(g, x, index, value)
+        return bars[0], None, bars[1]
+
+    return adj.setitem(x, index, value), setitem_pullback
+
+
+@rrule(adj.append)
+def append_rrule(lst, v):
+    def append_pullback(g):
+        bars = adj.append_bar(g)
+        return bars[0], bars[1]
+
+    return adj.append(lst, v), append_pullback

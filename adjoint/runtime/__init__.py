@@ -1,0 +1,211 @@
+"""What generated code and rules call at run time, through the one alias `adj`.
+
+Generated code reads `adj.unbroadcast(z_bar, b)`: every helper here is a small NumPy function
+with no knowledge of the compiler. This package never imports the compiler or the source front
+end; calls into user Python functions (`vjp`) reach the compiler through a hook that the
+public API installs, so an exported gradient needs only NumPy and this package.
+
+Cotangent conventions: a cotangent has its primal's shape and dtype; `None` is the "no
+cotangent" value of a non-differentiable primal (an int, a string, a shape), and counts as
+zero wherever cotangents are added. No helper updates its arguments, except `scatter_add`,
+which adds into a buffer its caller owns.
+
+The helpers live by concept in `cotangents` (zeros, sums, broadcasting, reductions),
+`linear` (products, transposes, layouts), `indexing` (items, buffers, containers) and `calls`
+(closures, methods and starred calls); `vjp`, the one way into another function's pullback,
+is here, with the hook it reaches the compiler through.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+from ..errors import AdjointError  # noqa: F401  (importable from here, as it always was)
+from .calls import captured, closure_vjp, method_vjp, star_vjp, unconcat
+from .cotangents import (
+    RuleError, add, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
+    zeros_like,
+)
+from .indexing import (
+    append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
+)
+from .linear import (
+    _as_matrices, dot_lhs_bar, dot_rhs_bar, layout_order, matmul_lhs_bar, matmul_rhs_bar, unravel,
+    untranspose,
+)
+
+__all__ = [
+    "RuleError",
+    "is_differentiable",
+    "zeros_like",
+    "add",
+    "unbroadcast",
+    "unreduce",
+    "unreduce_chosen",
+    "tie_weight",
+    "prod_bar",
+    "matmul_lhs_bar",
+    "matmul_rhs_bar",
+    "dot_lhs_bar",
+    "dot_rhs_bar",
+    "layout_order",
+    "untranspose",
+    "unravel",
+    "unindex",
+    "unpack_bar",
+    "buffer_like",
+    "scatter_add",
+    "from_buffer",
+    "setitem",
+    "setitem_bar",
+    "append",
+    "append_bar",
+    "vjp",
+    "closure_vjp",
+    "captured",
+    "method_vjp",
+    "star_vjp",
+    "unconcat",
+    "no_cotangents",
+    "zeros_for_none",
+]
+
+
+# ---- calls into other functions ----------------------------------------------------------------
+
+_transform_hook = None
+
+
+def install_transformer(hook) -> None:
+    """Set how `vjp` differentiates a Python function: `hook(fn, wrt) -> forward function`."""
+    global _transform_hook
+    _transform_hook = hook
+
+
+def vjp(wrt, fn, /, *args, **kwargs):
+    """Call `fn(*args, **kwargs)` and return `(value, pullback)`.
+
+    `fn` is resolved here, at run time: a registered rule, a non-differentiable primitive, or
+    a Python function, which is transformed (once per code object) and called. `wrt` holds the
+    positions of the arguments that carry gradients; the pullback returns one cotangent per
+    argument, never `None` for one in `wrt`. Which arguments count depends on `fn`:
+
+    - a function, rule or primitive: the positional arguments, `args`;
+    - a bound method whose receiver is an array or NumPy scalar (`x.sum`): the call is
+      `np.ndarray.sum(x, *args)`, and the receiver counts as argument 0, in `wrt` and in the
+      cotangents: the pullback's first cotangent is the receiver's, then one per `args`;
+    - a bound method of another object (`model.loss`), an object whose class defines
+      `__call__` in Python, or a `functools.partial`: their function is differentiated with
+      the receiver (or the partial's arguments) prepended as constants; only `args` count.
+
+    >>> import numpy as np
+    >>> x = np.array([1.0, 2.0])
+    >>> value, back = vjp((0,), x.sum)
+    >>> back(1.0)
+    (array([1., 1.]),)
+    """
+    if _is_array_method(fn):
+        return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
+    if not isinstance(fn, types.MethodType) and (
+        registry.lookup(fn) is not None or registry.is_non_differentiable(fn)
+    ):
+        return _primitive_vjp(wrt, fn, args, kwargs)
+    function, bound, keywords = _unwrapped(fn)
+    if function is not fn:
+        shifted = tuple(i + len(bound) for i in wrt)
+        value, pullback = vjp(shifted, function, *bound, *args, **{**keywords, **kwargs})
+        return value, _dropped(pullback, len(bound))
+    if _transform_hook is None:
+        raise RuleError(f"no rule for {fn!r} and no compiler installed to differentiate it")
+    forward = _transform_hook(fn, wrt)
+    value, pullback = forward(*args, **kwargs)
+    return value, pullback if forward.__adjoint_arity__ == len(args) else _truncated(pullback, len(args))
+
+
+def _is_array_method(fn) -> bool:
+    return isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, (np.ndarray, np.generic))
+
+
+def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
+    """`fn`'s rule applied to `(*receiver, *args)`, or `fn(*args)` if `fn` has no derivative.
+
+    `receiver` is `(x,)` for an array's method `x.sum`, whose rule takes the array first.
+    """
+    rule = registry.lookup(fn)
+    if rule is not None:
+        value, pullback = rule.rrule(*receiver, *args, **kwargs)
+    elif registry.is_non_differentiable(fn):
+        value, pullback = fn(*args, **kwargs), None
+    else:
+        raise RuleError(
+            f"adjoint has no rule for the array method `{type(fn.__self__).__name__}.{fn.__name__}`: "
+            f"call the NumPy function instead, or register a rule for np.ndarray.{fn.__name__} "
+            "(it is called with the array first)"
+        )
+    inputs = (*receiver, *args)
+    if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list)):
+        pullback = no_cotangents(len(inputs))  # an integer result (`dtype=int`) has no gradient
+    return value, zeros_for_none(pullback, inputs, wrt)
+
+
+def _unwrapped(fn):
+    """`(function, bound arguments, bound keywords)` of a bound method, a callable object or a
+    partial; `(fn, (), {})` for anything else."""
+    if isinstance(fn, types.MethodType):
+        return fn.__func__, (fn.__self__,), {}
+    if isinstance(fn, functools.partial):
+        return fn.func, fn.args, fn.keywords
+    call = getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        return call, (fn,), {}
+    return fn, (), {}
+
+
+def no_cotangents(count):
+    """A pullback for a result with no gradient: `None` for each of `count` arguments."""
+
+    def no_pullback(g):
+        return (None,) * count
+
+    return no_pullback
+
+
+def zeros_for_none(pullback, args, wrt):
+    """`pullback` with its trailing `None`s padded back and a `None` for an argument in `wrt`
+    made zeros: a rule's `None` means zero, but generated code needs an array."""
+
+    def zero_filled_pullback(g):
+        cotangents = registry.padded(pullback(g), len(args))
+        return tuple(
+            zeros_like(args[i]) if c is None and i in wrt else c for i, c in enumerate(cotangents)
+        )
+
+    return zero_filled_pullback
+
+
+def _truncated(pullback, count):
+    def truncated_pullback(g):
+        return pullback(g)[:count]
+
+    return truncated_pullback
+
+
+def _dropped(pullback, count):
+    """`pullback` without its first `count` cotangents (those of bound constants)."""
+
+    def bound_pullback(g):
+        return tuple(pullback(g))[count:]
+
+    return bound_pullback
+
+
+# Generated code reaches every helper as `adj.<name>`, and the compiler recognises helpers by
+# their module: they all report this package, wherever in it they are defined.
+for _helper in [*(globals()[name] for name in __all__), layout_order, _as_matrices]:
+    _helper.__module__ = __name__
+del _helper
+
+from .. import registry  # noqa: E402  (registry imports this package)

@@ -1,0 +1,142 @@
+"""Cotangent values: what carries one, zeros, sums, and undoing broadcasting and reductions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import AdjointError
+
+
+class RuleError(AdjointError):
+    """A rule or a runtime helper was used against its contract."""
+
+
+# ---- what carries a gradient ----------------------------------------------------------------
+
+def is_differentiable(value) -> bool:
+    """Whether `value` is a float or complex scalar or array, the values that get cotangents."""
+    if isinstance(value, (float, complex)):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and isinstance(value, (np.ndarray, np.generic)) and dtype.kind in "fc"
+
+
+def zeros_like(value):
+    """The zero cotangent of `value`: 0.0 for a float, zeros for an array, None for the rest.
+
+    Tuples, lists and dicts get the same container of zeros.
+
+    >>> zeros_like({"w": np.ones(2), "n": 3, "b": (1.5,)})
+    {'w': array([0., 0.]), 'n': None, 'b': (0.0,)}
+    """
+    if type(value) is float:
+        return 0.0
+    if type(value) is complex:
+        return 0j
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fc":
+        return np.zeros_like(value)
+    if type(value) is tuple:
+        return tuple(zeros_like(v) for v in value)
+    if type(value) is list:
+        return [zeros_like(v) for v in value]
+    if type(value) is dict:
+        return {k: zeros_like(v) for k, v in value.items()}
+    return None
+
+
+def add(a, b):
+    """Sum of two cotangents, where `None` is zero and tuples, lists and dicts add elementwise.
+
+    Dicts add by key, over the keys of either.
+
+    >>> add({"w": 1.0, "b": None}, {"b": 2.0, "c": 3.0})
+    {'w': 1.0, 'b': 2.0, 'c': 3.0}
+    """
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if type(a) is tuple or type(a) is list:
+        return type(a)(add(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
+    return a + b
+
+
+# ---- broadcasting and reductions -------------------------------------------------------------
+
+def unbroadcast(g, x):
+    """Sum `g` over the axes NumPy broadcast `x` along, and cast it to `x`'s float dtype."""
+    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
+        return g
+    if type(g) is float and type(x) is float:
+        return g
+    if type(x) is tuple or type(x) is list:
+        raise RuleError(
+            f"a {type(x).__name__} was used in arithmetic (`+` concatenates, `*` repeats): adjoint "
+            "cannot differentiate that; operate on arrays"
+        )
+    shape = np.shape(x)
+    if np.shape(g) != shape:
+        g = np.asarray(g)
+        extra = g.ndim - len(shape)
+        if extra > 0:
+            g = g.sum(axis=tuple(range(extra)))
+        elif extra < 0:  # `x` had leading axes of size 1 that the operation dropped
+            g = np.reshape(g, (1,) * -extra + g.shape)
+        stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+        if stretched:
+            g = g.sum(axis=stretched, keepdims=True)
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and dtype.kind in "fc" and getattr(g, "dtype", None) != dtype:
+        g = np.asarray(g if dtype.kind == "c" else np.real(g), dtype=dtype)
+    return g
+
+
+def unreduce(g, x, axis=None, keepdims=False):
+    """Spread the cotangent of a reduction of `x` over `axis` back to `x`'s shape."""
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and getattr(g, "dtype", None) != dtype:
+        g = np.asarray(g, dtype=dtype)
+    return np.broadcast_to(g, np.shape(x))
+
+
+def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
+    """Cotangent of `max`/`min`: to the chosen entries, shared equally between ties."""
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+        ans = np.expand_dims(ans, axis)
+    chosen = x == ans
+    count = np.maximum(np.sum(chosen, axis=axis, keepdims=True), 1)  # 0 where the extremum is NaN
+    return unbroadcast(g * chosen / count, x)
+
+
+def tie_weight(x, ans, other):
+    """Share of `maximum(x, other)`'s cotangent that goes to `x`: 1, 0, or 1/2 at ties."""
+    return (x == ans) / (1.0 + (x == other))
+
+
+def prod_bar(g, x, axis=None, keepdims=False):
+    """Cotangent of `x` in `np.prod(x, axis)`: `g` times the product of the other entries.
+
+    Running products from either end give each entry the product of the others without
+    dividing by it, so the cotangent is exact where `x` has zeros (`ans / x` would be nan).
+
+    >>> prod_bar(1.0, np.array([2.0, 0.0, 3.0]))
+    array([0., 6., 0.])
+    """
+    x = np.asarray(x)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
+    kept = x.ndim - len(axes)
+    reduced = tuple(range(kept, x.ndim))
+    moved = np.moveaxis(x, axes, reduced)  # the reduced axes last, flattened into one
+    rows = moved.reshape(moved.shape[:kept] + (math.prod(moved.shape[kept:]),))
+    ones = np.ones_like(rows[..., :1])
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = np.moveaxis((before * after).reshape(moved.shape), reduced, axes)
+    return unreduce(g, x, axis=axis, keepdims=keepdims) * others

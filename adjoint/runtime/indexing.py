@@ -1,0 +1,224 @@
+"""Indexing and containers: reading items, writing them, appending, and the cotangents of each.
+
+Reads (`y = x[i]`) in a loop add to `x`'s cotangent a slot at a time: generated code keeps
+one mutable buffer for it (`buffer_like`), adds into it in place (`scatter_add`), and reads
+the cotangent out at the end (`from_buffer`). Writes (`x[i] = v`) and appends
+(`xs.append(v)`) become `setitem` and `append`, which return new containers and never update
+their input, so the pullback still sees every value the forward pass read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cotangents import RuleError, add, is_differentiable, unbroadcast, zeros_like
+
+# ---- reading items ---------------------------------------------------------------------------
+
+def unindex(g, x, index):
+    """Cotangent of `x` in `x[index]`: `g` scattered into zeros, repeated indices adding up.
+
+    `x` may also be a tuple or list (indexed by an int or a slice) or a dict (by a key), whose
+    cotangent is the same kind of container. `g` None is zero.
+
+    >>> unindex(np.array([1.0, 2.0]), np.zeros(3), [0, 0])
+    array([3., 0., 0.])
+    >>> unindex(5.0, {"a": 1.0, "b": 2.0}, "b")
+    {'a': 0.0, 'b': 5.0}
+    """
+    buffer = buffer_like(x)
+    scatter_add(buffer, index, g)
+    return from_buffer(buffer, x)
+
+
+def unpack_bar(parts, x):
+    """Cotangent of `x` in `a, b = x`, from the cotangents of the parts (None for zero).
+
+    Unpacking an array iterates its first axis, so the parts stack back into an array.
+    """
+    parts = [zeros_like(v) if p is None else p for p, v in zip(parts, x)]
+    if isinstance(x, np.ndarray):
+        return np.stack(parts).astype(x.dtype, copy=False)
+    return type(x)(parts) if type(x) in (tuple, list) else tuple(parts)
+
+
+# ---- accumulating a cotangent slot by slot ---------------------------------------------------
+
+def buffer_like(x):
+    """A fresh zero cotangent of `x` that `scatter_add` adds into in place.
+
+    An array or NumPy scalar gets a float array of its shape, a tuple or list a list, a dict
+    a dict.
+
+    >>> buffer_like((1.0, np.ones(2), 3))
+    [0.0, array([0., 0.]), None]
+    """
+    if isinstance(x, (tuple, list)):
+        return [zeros_like(v) for v in x]
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
+    return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
+
+
+def scatter_add(buffer, index, value) -> None:
+    """Add `value` into `buffer[index]`, updating `buffer` in place (the caller owns it).
+
+    In an array, repeated integer indices add up and a value broadcast over the slot is summed
+    to its shape. A list takes an int or a slice (a slice's value is a sequence), a dict a key.
+    `value` None adds nothing.
+
+    >>> buffer = buffer_like(np.ones(3))
+    >>> scatter_add(buffer, [0, 0, 2], np.array([1.0, 2.0, 5.0]))
+    >>> buffer
+    array([3., 0., 5.])
+    """
+    if value is None:
+        return
+    if isinstance(buffer, np.ndarray):
+        if _is_advanced(index):
+            np.add.at(buffer, index, value)  # `buffer[index] += value` would keep one of the repeats
+        else:
+            buffer[index] += unbroadcast(value, buffer[index])
+    elif isinstance(buffer, dict):
+        buffer[index] = add(buffer.get(index), value)
+    elif isinstance(index, slice):
+        for position, part in zip(range(len(buffer))[index], value):
+            buffer[position] = add(buffer[position], part)
+    else:
+        buffer[index] = add(buffer[index], value)
+
+
+def from_buffer(buffer, x):
+    """The cotangent of `x` held in its `buffer`: a tuple for a tuple, a NumPy scalar for one.
+
+    >>> from_buffer([1.0, 2.0], (0.5, 0.5))
+    (1.0, 2.0)
+    """
+    if isinstance(x, tuple):
+        return tuple(buffer)
+    if isinstance(x, np.generic):
+        return buffer[()]
+    return buffer
+
+
+def _is_advanced(index) -> bool:
+    """Whether `index` selects with integer arrays or boolean masks (NumPy's advanced indexing)."""
+    parts = index if type(index) is tuple else (index,)
+    return any(isinstance(p, (list, tuple, np.ndarray, bool, np.bool_)) for p in parts)  # `x[(0, 0), 1]` too
+
+
+# ---- writing items ---------------------------------------------------------------------------
+
+def setitem(x, index, value):
+    """A copy of `x` with `copy[index] = value`; `x` itself is not changed.
+
+    Generated code writes `x = adj.setitem(x, i, v)` for `x[i] = v`, so the pullback still
+    reads the values the assignment overwrote. Arrays, lists and dicts can be written.
+
+    >>> x = np.zeros(3)
+    >>> setitem(x, 1, 5.0), x
+    (array([0., 5., 0.]), array([0., 0., 0.]))
+    """
+    if isinstance(x, np.ndarray):
+        result = x.copy(order="K")  # keep the layout, which `reshape(order="A")` reads
+    elif isinstance(x, (list, dict)):
+        result = x.copy()
+    elif hasattr(type(x), "__setitem__"):
+        raise RuleError(f"adjoint differentiates item assignment to arrays, lists and dicts, not to a {type(x).__name__}")
+    else:
+        raise TypeError(f"'{type(x).__name__}' object does not support item assignment")
+    result[index] = value
+    return result
+
+
+def setitem_bar(g, x, index, value):
+    """Cotangents `(x_bar, value_bar)` of `y = setitem(x, index, value)`, given `y`'s `g`.
+
+    The overwritten slot of `x` gets zero; `value` gets the slot's cotangent, summed over the
+    axes NumPy broadcast it along. An integer-array index must not repeat a position: NumPy
+    keeps only the last of the repeated writes, so the gradient would be ambiguous.
+
+    >>> setitem_bar(np.array([1.0, 2.0, 3.0]), np.zeros(3), slice(0, 2), 0.0)
+    (array([0., 0., 3.]), 3.0)
+    """
+    if g is None:
+        return None, None
+    if isinstance(x, dict):
+        x_bar = {k: g.get(k) for k in x}
+        if index in x:
+            x_bar[index] = zeros_like(x[index])
+        return x_bar, g.get(index)
+    if isinstance(x, list):
+        return _list_setitem_bar(g, x, index, value)
+    _refuse_repeated(x, index)
+    x_bar = np.array(g)
+    x_bar[index] = 0
+    return x_bar, _value_bar(np.asarray(g)[index], value)
+
+
+def _list_setitem_bar(g, x, index, value):
+    if not isinstance(index, slice):
+        x_bar = list(g)
+        x_bar[index] = zeros_like(x[index])
+        return x_bar, g[index]
+    positions = range(len(x))[index]
+    if positions.step == 1:  # `x[a:b] = v` replaces a run, perhaps by one of another length
+        start, inserted = positions.start, len(g) - len(x) + len(positions)
+        x_bar = list(g[:start]) + [zeros_like(v) for v in x[index]] + list(g[start + inserted :])
+        parts = g[start : start + inserted]
+    else:
+        x_bar = list(g)
+        for position in positions:
+            x_bar[position] = zeros_like(x[position])
+        parts = [g[position] for position in positions]
+    return x_bar, unpack_bar(parts, value)
+
+
+def _value_bar(g_slot, value):
+    """The assigned `value`'s cotangent: the slot's, summed where NumPy broadcast `value`."""
+    if type(value) is tuple or type(value) is list:  # `x[0:2] = [a, b]`: one part per item
+        spread = unbroadcast(g_slot, np.empty(np.shape(value)))
+        return type(value)(_value_bar(part, v) for part, v in zip(spread, value))
+    if not is_differentiable(value):
+        return None
+    reduced = unbroadcast(g_slot, value)
+    return float(reduced) if type(value) is float else reduced
+
+
+def _refuse_repeated(x, index):
+    if not _is_advanced(index):
+        return
+    written = np.arange(np.size(x)).reshape(np.shape(x))[index]
+    if np.unique(written).size != np.size(written):
+        raise RuleError(
+            "an assignment `x[index] = value` wrote to the same position twice (a repeated entry "
+            "in an integer-array index): NumPy keeps only the last write, so its gradient is "
+            "ambiguous. Avoid repeated indices in assignments, e.g. with np.unique(index)."
+        )
+
+
+# ---- appending -------------------------------------------------------------------------------
+
+def append(lst, v):
+    """`lst + [v]`, a new list: `lst` itself is not changed.
+
+    Generated code writes `xs = adj.append(xs, v)` for `xs.append(v)`.
+
+    >>> xs = [1.0]
+    >>> append(xs, 2.0), xs
+    ([1.0, 2.0], [1.0])
+    """
+    if not isinstance(lst, list):
+        raise TypeError(f"append needs a list, not a {type(lst).__name__}")
+    return lst + [v]
+
+
+def append_bar(g):
+    """Cotangents `(lst_bar, v_bar)` of `lst_1 = append(lst, v)`, given `lst_1`'s `g`.
+
+    >>> append_bar([1.0, 2.0, 3.0])
+    ([1.0, 2.0], 3.0)
+    """
+    if g is None:
+        return None, None
+    return g[:-1], g[-1]

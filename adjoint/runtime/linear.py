@@ -1,0 +1,87 @@
+"""Transposes of linear maps: products (`matmul`, `dot`), transposition, and reshape layouts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cotangents import RuleError, unbroadcast
+
+# ---- products --------------------------------------------------------------------------------
+
+def _as_matrices(g, a, b):
+    """Promote 1-D matmul operands (and the cotangent) to matrices, as `matmul` does."""
+    a2 = a[np.newaxis, :] if np.ndim(a) == 1 else a
+    b2 = b[:, np.newaxis] if np.ndim(b) == 1 else b
+    g2 = np.asarray(g)
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        g2 = np.reshape(g2, (1, 1))
+    elif np.ndim(a) == 1:
+        g2 = np.expand_dims(g2, -2)
+    elif np.ndim(b) == 1:
+        g2 = np.expand_dims(g2, -1)
+    return g2, a2, b2
+
+
+def matmul_lhs_bar(g, a, b):
+    """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return unbroadcast(g @ b.T, a)
+    g2, a2, b2 = _as_matrices(g, a, b)
+    a_bar = g2 @ np.swapaxes(b2, -1, -2)
+    return np.reshape(unbroadcast(a_bar, a2), np.shape(a))
+
+
+def matmul_rhs_bar(g, a, b):
+    """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return unbroadcast(a.T @ g, b)
+    g2, a2, b2 = _as_matrices(g, a, b)
+    b_bar = np.swapaxes(a2, -1, -2) @ g2
+    return np.reshape(unbroadcast(b_bar, b2), np.shape(b))
+
+
+def dot_lhs_bar(g, a, b):
+    """Cotangent of `a` in `np.dot(a, b)`, for every combination of dimensions."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * np.conj(b), a)
+    b_kept = [i for i in range(np.ndim(b)) if i != max(np.ndim(b) - 2, 0)]
+    g_axes = list(range(np.ndim(g) - len(b_kept), np.ndim(g)))
+    return np.tensordot(g, b, axes=(g_axes, b_kept)).astype(np.result_type(a), copy=False)
+
+
+def dot_rhs_bar(g, a, b):
+    """Cotangent of `b` in `np.dot(a, b)`, for every combination of dimensions."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * np.conj(a), b)
+    lead = list(range(np.ndim(a) - 1))
+    b_bar = np.tensordot(a, g, axes=(lead, lead))
+    return np.moveaxis(b_bar, 0, max(np.ndim(b) - 2, 0)).astype(np.result_type(b), copy=False)
+
+
+# ---- shapes ----------------------------------------------------------------------------------
+
+def layout_order(a) -> str:
+    """The index order `np.reshape(a, ..., order="A")` reads `a` in."""
+    return "F" if np.isfortran(a) else "C"
+
+
+def unravel(g, a, order="C"):
+    """Undo `np.ravel(a, order)` on a cotangent: `g` back in `a`'s shape.
+
+    Orders "A" and "K" (memory order) read `a` in its layout's order; adjoint can undo "K"
+    only for a contiguous `a`.
+
+    >>> unravel(np.arange(4.0), np.ones((2, 2)).T, order="A")
+    array([[0., 2.],
+           [1., 3.]])
+    """
+    if order in ("A", "K"):
+        if order == "K" and not (a.flags.c_contiguous or a.flags.f_contiguous):
+            raise RuleError("adjoint cannot differentiate order='K' on a non-contiguous array: use 'C' or 'F'")
+        order = layout_order(a)
+    return np.reshape(g, np.shape(a), order=order)
+
+
+def untranspose(g, axes=None):
+    """Undo `np.transpose(x, axes)` on a cotangent."""
+    return np.transpose(g) if axes is None else np.transpose(g, np.argsort(np.mod(axes, np.ndim(g))))

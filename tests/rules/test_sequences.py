@@ -1,0 +1,77 @@
+"""Rules of adjoint/rules/sequences.py (list, tuple, np.stack, np.array and np.asarray of sequences).
+
+Each is linear, so its pullback must satisfy <pullback(g), u> = <g, f(u)> for any input
+direction `u`: the tests check that identity, which covers sequence arguments that
+`check_rrule` (which perturbs arrays and floats only) passes over.
+"""
+
+import builtins
+
+import numpy as np
+import pytest
+
+import adjoint  # noqa: F401  (registers the built-in rules)
+from adjoint.registry import lookup
+from adjoint.testing import check_rrule
+
+# The primitives the tests below exercise (read by test_registry_coverage).
+RRULE_PRIMITIVES = [builtins.list, builtins.tuple, np.stack, np.array, np.asarray]
+
+
+def inner(a, b) -> float:
+    """<a, b> over arrays, floats and nested lists and tuples; None is zero."""
+    if a is None or b is None:
+        return 0.0
+    if isinstance(a, (tuple, list)):
+        return sum(inner(x, y) for x, y in zip(a, b))
+    return float(np.sum(np.asarray(a) * np.asarray(b)))
+
+
+def assert_adjoint(primitive, args, directions, rng):
+    value, back = lookup(primitive).rrule(*args)
+    g = np.asarray(rng.normal(size=np.shape(value))) if isinstance(value, np.ndarray) else type(value)(
+        rng.normal(size=np.shape(v)) for v in value
+    )
+    assert inner(back(g), directions) == pytest.approx(inner(g, primitive(*directions)))
+
+
+@pytest.mark.parametrize("primitive", [builtins.list, builtins.tuple])
+def test_list_and_tuple_of_an_array_match_finite_differences(rng, primitive):
+    check_rrule(primitive, rng.normal(size=(3, 2)))
+
+
+@pytest.mark.parametrize("primitive", [builtins.list, builtins.tuple])
+def test_list_and_tuple_of_a_sequence_hand_each_item_its_cotangent(primitive):
+    _, back = lookup(primitive).rrule((1.5, np.ones(2), 3))
+    (items_bar,) = back(primitive([2.0, np.array([1.0, 2.0]), None]))
+    assert type(items_bar) is tuple and items_bar[0] == 2.0 and items_bar[2] is None
+    np.testing.assert_array_equal(items_bar[1], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_stack_is_adjoint_to_its_pullback(rng, axis):
+    arrays = [rng.normal(size=(2, 3)) for _ in range(4)]
+    directions = [rng.normal(size=(2, 3)) for _ in range(4)]
+    assert_adjoint(np.stack, (arrays, axis), (directions, axis), rng)
+
+
+def test_stack_keeps_each_items_dtype(rng):
+    _, back = lookup(np.stack).rrule([np.ones(2, dtype=np.float32), np.ones(2)])
+    (arrays_bar, _) = back(np.ones((2, 2)))
+    assert [a.dtype for a in arrays_bar] == [np.float32, np.float64]
+
+
+@pytest.mark.parametrize("primitive", [np.array, np.asarray])
+def test_array_of_nested_lists_is_adjoint_to_its_pullback(rng, primitive):
+    obj = [[1.5, np.float64(2.0)], [np.float32(3.0), -1.0]]
+    directions = [[float(rng.normal()) for _ in row] for row in obj]
+    assert_adjoint(primitive, (obj,), (directions,), rng)
+
+
+@pytest.mark.parametrize("primitive", [np.array, np.asarray])
+def test_array_of_a_list_of_arrays_matches_finite_differences(rng, primitive):
+    rows = [rng.normal(size=3), rng.normal(size=3)]
+    value, back = lookup(primitive).rrule(rows)
+    (rows_bar, _) = back(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(rows_bar[1], [3.0, 4.0, 5.0])
+    check_rrule(primitive, rng.normal(size=(2, 3)))
