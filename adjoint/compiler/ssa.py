@@ -35,8 +35,77 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     args = node.args
     params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     params |= {a.id for a in (args.vararg, args.kwarg) if a}
+    _check_late_binding(node.body, ctx)
     node.body = _SSA(ctx, params).block(node.body, {p: p for p in params}, set())
     return node
+
+
+def _check_late_binding(body, ctx) -> None:
+    """Refuse a nested function that may run after a name it reads was assigned again: Python
+    would show it the new value (late binding), the renamed code the old one."""
+    order = list(_in_order(body, []))
+    assigned, loads = {}, {}
+    for index, (stmt, _) in enumerate(order):
+        for name in syntax.stored_names(stmt) if not syntax.bodies(stmt) else _header_stores(stmt):
+            assigned.setdefault(name, []).append(index)
+        for name in _loads(stmt) if not syntax.bodies(stmt) else syntax.load_names(_header(stmt)):
+            loads.setdefault(name, []).append(index)
+    for index, (stmt, loops) in enumerate(order):
+        function, name = _nested_function(stmt)
+        if function is None:
+            continue
+        captured = syntax.free_names(function) & set(assigned)
+        later = [i for c in captured for i in assigned[c] if i > index]
+        used_after = later and any(i > min(later) for i in loads.get(name, []))
+        in_loop = sorted(c for c in captured if loops and c in syntax.stored_names(loops[-1]))
+        escapes = False
+        if in_loop:  # made anew each iteration: fine if only called within its iteration
+            start = next(i for i, (s, _) in enumerate(order) if s is loops[-1])
+            end = start + len(list(syntax.statements([loops[-1]])))
+            escapes = name in _stored_away(order) or any(not index < i < end for i in loads.get(name, []))
+        if used_after or escapes:
+            which = sorted(captured)[0] if not in_loop else in_loop[0]
+            ctx.problem(
+                function, f"this function reads `{which}`, which is assigned again while the function may still "
+                "be called: Python would show it the new value",
+                f"pass `{which}` as an argument, or bind its current value with a default (`{which}={which}`)",
+            )
+
+
+def _in_order(body, loops):
+    for stmt in body:
+        yield stmt, loops
+        for nested in syntax.bodies(stmt):
+            yield from _in_order(nested, loops + [stmt] if isinstance(stmt, (gast.For, gast.While)) else loops)
+
+
+def _header(stmt):
+    return stmt.iter if isinstance(stmt, gast.For) else getattr(stmt, "test", syntax.const(None))
+
+
+def _header_stores(stmt) -> set:
+    return syntax.stored_names(stmt.target) if isinstance(stmt, gast.For) else set()
+
+
+def _nested_function(stmt):
+    """`(function node, the name it is bound to)` for `def f` or `f = lambda ...`."""
+    if isinstance(stmt, gast.FunctionDef):
+        return stmt, stmt.name
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda) and isinstance(stmt.targets[0], gast.Name):
+        return stmt.value, stmt.targets[0].id
+    return None, None
+
+
+def _stored_away(order) -> set:
+    """Names put into a container or returned (they may be called later)."""
+    names = set()
+    for stmt, _ in order:
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, gast.Return) or isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
+            names |= syntax.load_names(value) if value is not None else set()
+        elif isinstance(value, gast.Call) and syntax.dotted(value.func) and syntax.dotted(value.func).endswith((".append", ".setitem")):
+            names |= syntax.load_names(value)
+    return names
 
 
 class _SSA:

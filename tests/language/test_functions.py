@@ -309,3 +309,36 @@ def test_grad_of_varargs_function_gives_one_gradient_per_argument():
 def test_keyword_arguments_are_constants():
     g = adjoint.grad(keyword_only_arguments)(X.copy(), power=2, bias=0.25)
     np.testing.assert_allclose(g, 2 * (X + 0.25))
+
+
+def late_bound_capture(x, w):
+    f = lambda t: t * w
+    w = w * 2.0
+    return np.sum(f(x))
+
+
+def capture_reassigned_after_last_call(x, w):
+    f = lambda t: t * w
+    y = f(x)
+    w = w * 2.0
+    return np.sum(y) + np.sum(w)
+
+
+def closures_kept_from_a_loop(x, w):
+    fs = []
+    for k in range(3):
+        v = w * k
+        fs.append(lambda t: t * v)
+    return np.sum(fs[0](x))
+
+
+@pytest.mark.parametrize("f", [late_bound_capture, closures_kept_from_a_loop])
+def test_closure_that_would_see_a_later_value_is_refused(f):
+    # Python binds late: the closure reads the name's value when it runs, not when it was made.
+    with pytest.raises(adjoint.TransformError) as info:
+        adjoint.grad(f)(np.ones(2), np.ones(2))
+    assert "assigned again" in info.value.problems[0].message
+
+
+def test_capture_reassigned_after_its_last_call_is_differentiated():
+    check_grad(capture_reassigned_after_last_call, np.array([0.5, -1.0]), np.array([2.0, 0.3]))
