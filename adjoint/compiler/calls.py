@@ -37,7 +37,7 @@ class CallAdjoints:
         for key, value in keywords.items():
             if syntax.load_names(value) & self.varied:
                 self.ctx.problem(
-                    value, f"the gradient cannot flow through the keyword argument `{key}=`",
+                    call, f"the gradient cannot flow through the keyword argument `{key}=`",
                     "pass the differentiable value as a positional argument",
                 )
         if callee.kind == resolve.RULE:

@@ -35,6 +35,8 @@ _UNSUPPORTED = {
     gast.Await: "`await` is not supported",
     gast.NamedExpr: "assignment expressions (`:=`) are not supported",
 }
+if hasattr(gast, "Match"):
+    _UNSUPPORTED[gast.Match] = "`match` statements are not supported yet"
 
 _HINT = "rewrite it without this construct, or move it into a function with an @adjoint.rrule"
 

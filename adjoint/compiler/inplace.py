@@ -46,6 +46,7 @@ class _Facts:
 
     varied: set[str]
     useful: set[str]
+    loaded: set[str]  # every name the function reads
     params: set[str]
     definitions: dict  # name -> the statements assigning it
     shared: set[str]  # names also reachable another way
@@ -59,7 +60,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
     body = [s for s in syntax.statements(node.body) if not syntax.bodies(s)]
     facts = _Facts(
-        varied, useful,
+        varied, useful, syntax.load_names(node),
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
         definitions=_definitions(body),
         shared=set().union(*(_aliased_by(stmt) for stmt in body)),
@@ -88,7 +89,7 @@ def _problem(stmt, index, facts: _Facts):
     if isinstance(value, gast.Call) and _writes_out(value, facts.varied):
         return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
                 "assign the result to a name instead")
-    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.useful) and _passes_varied(value, facts.varied):
+    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _passes_varied(value, facts.varied):
         return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
                 "differentiate", "use its result, or mark the function @adjoint.non_differentiable")
     return None
@@ -151,7 +152,7 @@ def _updated_by(stmt, facts: _Facts) -> set[str]:
     updated = set().union(*(syntax.load_names(o) for o in _outputs(value, callee)))
     receiver = syntax.root_name(value.func) if isinstance(value.func, gast.Attribute) else None
     method_name = syntax.dotted(value.func).rsplit(".", 1)[-1]
-    effect_only = _only_for_effect(stmt, facts.useful)
+    effect_only = _only_for_effect(stmt, facts.loaded)
     if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or _returns_new_array(callee))
@@ -231,10 +232,10 @@ def _writes_out(call, varied) -> bool:
     return bool(outputs) and bool(syntax.load_names(call) & varied)
 
 
-def _only_for_effect(stmt, useful) -> bool:
+def _only_for_effect(stmt, loaded) -> bool:
     if isinstance(stmt, gast.Expr):
         return True
-    return isinstance(stmt, gast.Assign) and not set(_stored(stmt)) & useful
+    return isinstance(stmt, gast.Assign) and not set(_stored(stmt)) & loaded
 
 
 def _passes_varied(call, varied) -> bool:

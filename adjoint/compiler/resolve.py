@@ -128,6 +128,8 @@ def classify(obj, text: str) -> Callee:
         return Callee(PYTHON, text, obj)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
         return Callee(DYNAMIC, text, obj)
+    if not isinstance(obj, type) and isinstance(getattr(type(obj), "__call__", None), types.FunctionType):
+        return Callee(DYNAMIC, text, obj)  # an object with `__call__`: `adj.vjp` calls that method
     return Callee(MISSING, text, obj)
 
 

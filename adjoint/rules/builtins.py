@@ -32,6 +32,11 @@ def _items(iterable, name):
 @rrule(builtins.sum)
 def sum_rrule(iterable, /, start=0):
     items = _items(iterable, "sum")
+    if isinstance(start, (list, tuple)):
+        raise adj.RuleError(
+            "adjoint cannot differentiate sum() of lists or tuples, which concatenates them: "
+            "concatenate with `+` in a loop, or build the list with a comprehension"
+        )
 
     def sum_pullback(g):
         return adj.unpack_bar([_bar(g, item) for item in items], iterable), _bar(g, start)

@@ -12,7 +12,7 @@ import types
 
 import numpy as np
 
-from .cotangents import RuleError, is_differentiable, zeros_like
+from .cotangents import RuleError, add, is_differentiable, zeros_like
 
 
 def closure_vjp(wrt, fn, /, *args, **kwargs):
@@ -45,6 +45,10 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     def closure_pullback(g):
         cotangents = tuple(pullback(g))
         closure_bar = dict(zip(captured, cotangents[count:]))
+        for name in captured:
+            if _cell(fn, name) is fn:  # a recursive function: its own calls' cotangents are ours
+                closure_bar = add({k: v for k, v in closure_bar.items() if k != name}, closure_bar[name] or {})
+                closure_bar[name] = None
         return (closure_bar, *cotangents[: len(args)])
 
     return value, closure_pullback
@@ -181,16 +185,18 @@ def _keywords_by_position(fn, count, keywords) -> list:
     return moved
 
 
-def _carries_gradient(value) -> bool:
+def _carries_gradient(value, seen=()) -> bool:
     if isinstance(value, (tuple, list)):
-        return any(_carries_gradient(v) for v in value)
+        return any(_carries_gradient(v, seen) for v in value)
     if isinstance(value, dict):
-        return any(_carries_gradient(v) for v in value.values())
-    return is_differentiable(value) or _closes_over_floats(value)
+        return any(_carries_gradient(v, seen) for v in value.values())
+    return is_differentiable(value) or _closes_over_floats(value, seen)
 
 
-def _captured_names(fn) -> list:
-    if not isinstance(fn, types.FunctionType) or not fn.__closure__:
+def _captured_names(fn, seen=()) -> list:
+    """The names `fn` closes over whose values carry gradients (floats, or functions closing
+    over floats; `seen` stops at functions that reach themselves, as recursive ones do)."""
+    if not isinstance(fn, types.FunctionType) or not fn.__closure__ or fn in seen:
         return []
     names = []
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
@@ -198,13 +204,17 @@ def _captured_names(fn) -> list:
             contents = cell.cell_contents
         except ValueError:  # an empty cell
             continue
-        if _carries_gradient(contents):
+        if contents is fn or _carries_gradient(contents, (*seen, fn)):
             names.append(name)
     return names
 
 
-def _closes_over_floats(value) -> bool:
-    return isinstance(value, types.FunctionType) and bool(_captured_names(value))
+def _cell(fn, name):
+    return fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
+
+
+def _closes_over_floats(value, seen=()) -> bool:
+    return isinstance(value, types.FunctionType) and bool(_captured_names(value, seen))
 
 
 def unconcat(g, a, b):

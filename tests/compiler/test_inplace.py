@@ -71,14 +71,32 @@ def test_in_place_update_of_an_unshared_name_is_a_rebinding():
     check_grad(f, np.ones(2), np.array([0.5, -1.0]))
 
 
-def test_in_place_update_of_a_parameter_is_refused():
-    # plain Python would update the caller's array (and any other name for it)
+def test_in_place_update_of_a_parameter_computes_a_new_array():
+    # `x += y` on a parameter is `x = x + y`: the caller's array is never updated
     def f(x, y):
         x += y
         return np.sum(x * y)
 
-    with pytest.raises(adjoint.TransformError, match="is a parameter"):
-        adjoint.grad(f)(np.ones(2), np.ones(2))
+    x, y = np.array([1.0, -2.0]), np.array([0.5, 3.0])
+    check_grad(f, x, y)
+    value, back = adjoint.pullback(f, x, y)
+    x_bar, y_bar = back(1.0)
+    np.testing.assert_allclose(value, np.sum((x + y) * y))
+    np.testing.assert_allclose(x_bar, y)
+    np.testing.assert_allclose(y_bar, x + 2 * y)
+    np.testing.assert_array_equal(x, [1.0, -2.0])  # unchanged by the forward pass and the pullback
+
+
+def test_in_place_update_of_a_parameter_aliased_inside_the_function_is_refused():
+    # `y` would see the update in plain Python; adjoint's new array would not reach it
+    def f(x):
+        y = x
+        x += 1.0
+        return np.sum(y)
+
+    with pytest.raises(adjoint.TransformError, match="another name or view") as info:
+        adjoint.grad(f)(np.ones(2))
+    assert info.value.problems[0].line == f.__code__.co_firstlineno + 2  # at `x += 1.0`
 
 
 def test_effect_only_call_with_unused_result_is_refused():
@@ -112,10 +130,18 @@ def _update_param(x, y):
 
 
 def test_augmented_assignment_on_parameter_aliased_by_caller():
-    # refused: the plain call's answer needs mutation (silently before: 10.0, y kept the old value)
+    # The function computes a new `x` and never updates the caller's array, so the arguments
+    # act as two separate values even when they are one array: f = sum((x + y) * y), whose
+    # gradient is (y, x + 2y). (A plain call with `a` twice would update `a` and return 20.)
     a = np.array([1.0, 2.0])
-    with pytest.raises(adjoint.TransformError, match="is a parameter"):
-        adjoint.gradient(_update_param, a, a)
+    value, back = adjoint.pullback(_update_param, a, a)
+    assert value == pytest.approx(10.0)
+    x_bar, y_bar = back(1.0)
+    np.testing.assert_allclose(x_bar, [1.0, 2.0])
+    np.testing.assert_allclose(y_bar, [3.0, 6.0])
+    assert x_bar is not y_bar
+    np.testing.assert_array_equal(a, [1.0, 2.0])
+    check_grad(_update_param, a, a.copy())  # (check_grad's plain call would keep the aliasing)
 
 # 2. In-place effects through an *assignment* (`out=`) are not refused, only expression statements.
 def _out_through_assignment(x):

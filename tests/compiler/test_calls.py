@@ -1,0 +1,276 @@
+"""compiler.calls: calls whose differentiation is left to run time. Local functions that close
+over differentiable values go through `adj.closure_vjp`, methods through `adj.method_vjp`,
+starred calls through `adj.star_vjp` (which also reaches `**kwargs` parameters); the calls
+adjoint cannot follow yet are refused with a located problem."""
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint.testing import check_grad
+
+X = np.array([0.4, -0.7, 1.1])
+Y = np.array([0.9, 0.3, -0.5])
+
+
+# ---- module-level callees -----------------------------------------------------------------------
+
+
+def scale(a, b, c=1.0):
+    return a * b * c
+
+
+def total_of_squares(*xs):
+    s = 0.0
+    for v in xs:
+        s = s + np.sum(v ** 2)
+    return s
+
+
+def weighted(**terms):
+    return terms["a"] * 2.0 + terms["b"] * terms["c"]
+
+
+def with_options(x, **options):
+    return x * options["w"] + options.get("b", 0.0)
+
+
+class Model:
+    def __init__(self, w):
+        self.w = w
+
+    def loss(self, x):
+        return np.sum(np.tanh(x * self.w))
+
+
+MODEL = Model(np.array([0.5, 1.5, -1.0]))
+
+
+# ---- closures -----------------------------------------------------------------------------------
+
+
+def closure_over_parameter(x, w):
+    def f(v):
+        return np.sin(v) * w
+
+    return np.sum(f(x))
+
+
+def closure_over_intermediate(x):
+    w = np.exp(x)
+
+    def f(v):
+        return v * w
+
+    return np.sum(f(x) ** 2)
+
+
+def lambda_closure(x, w):
+    g = lambda v: v * w  # noqa: E731
+    return np.sum(g(x) * g(x))
+
+
+def closure_calling_a_closure(x, w):
+    def inner(v):
+        return v * w
+
+    def outer(v):
+        return inner(v) + w
+
+    return np.sum(outer(x))
+
+
+def closure_without_differentiable_captures(x):
+    k = 3
+
+    def f(v):
+        return v ** k
+
+    return np.sum(f(x))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (closure_over_parameter, (X, Y)),
+    (closure_over_intermediate, (X,)),
+    (lambda_closure, (X, 0.7)),
+    (closure_calling_a_closure, (X, Y)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_closure_over_differentiable_values(fn, args):
+    check_grad(fn, *args)
+    text = adjoint.source(fn)
+    assert "adj.closure_vjp(" in text
+    assert "adj.captured(" in text  # the closure's cotangent routed to what it captured
+
+
+def test_closure_gradient_reaches_the_captured_value():
+    # d/dw sum(sin(x) * w) = sin(x)
+    np.testing.assert_allclose(adjoint.grad(closure_over_parameter, wrt=1)(X, Y), np.sin(X))
+
+
+def test_closure_capturing_only_constants_is_an_ordinary_call():
+    check_grad(closure_without_differentiable_captures, X)
+    text = adjoint.source(closure_without_differentiable_captures)
+    assert "closure_vjp" not in text and "adj.vjp(" in text
+
+
+# ---- methods ------------------------------------------------------------------------------------
+
+
+def array_methods(x):
+    return x.sum() + x.mean() * (x.reshape(3, 1) ** 2).sum()
+
+
+def method_on_expression(w, A, y):
+    return ((A @ w - y) ** 2).mean()
+
+
+def dict_methods(x, y):
+    d = {"a": x, "b": y}
+    return np.sum(d.get("a") * d["b"]) + sum(np.sum(v) for v in d.values())
+
+
+def object_method_with_differentiable_argument(x, m):
+    return m.loss(x)
+
+
+def global_object_method(x):
+    return MODEL.loss(x)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (array_methods, (X,)),
+    (method_on_expression, (X, np.arange(6.0).reshape(2, 3) / 4.0, Y[:2].copy())),
+    (dict_methods, (X, Y)),
+    (object_method_with_differentiable_argument, (X, MODEL)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_method_call_goes_through_method_vjp(fn, args):
+    check_grad(fn, *args)
+    assert "adj.method_vjp(" in adjoint.source(fn, wrt=0)
+
+
+def test_method_vjp_names_the_receiver_the_method_and_what_varies():
+    text = adjoint.source(array_methods)
+    assert "adj.method_vjp((0,), x, 'sum')" in text
+    assert "adj.method_vjp((0,), x, 'reshape', 3, 1)" in text
+
+
+def test_method_of_a_global_object_is_a_call_of_its_bound_method():
+    # `MODEL.loss` is known when compiling: `adj.vjp` differentiates its function, MODEL constant
+    check_grad(global_object_method, X)
+    text = adjoint.source(global_object_method)
+    assert "adj.vjp((0,), MODEL.loss, x)" in text and "method_vjp" not in text
+
+
+def test_method_on_expression_gradient():
+    A, y = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([1.0, 0.0, 2.0])
+    w = np.array([0.5, -0.5])
+    np.testing.assert_allclose(adjoint.grad(method_on_expression)(w, A, y), 2 * A.T @ (A @ w - y) / 3)
+
+
+# ---- starred calls and **kwargs -----------------------------------------------------------------
+
+
+def star_tuple(x, y):
+    args = (x, y)
+    return np.sum(scale(*args))
+
+
+def star_list_then_positional(x, y):
+    args = [x, y]
+    return np.sum(scale(*args, 2.0))
+
+
+def star_varargs(x, y):
+    parts = (x, y, x * y)
+    return total_of_squares(x, *parts)
+
+
+def double_star_positional_parameters(x, y):
+    d = {"b": y, "c": x}
+    return np.sum(scale(x, **d))
+
+
+def double_star_into_kwargs(x, y):
+    d = {"a": x, "b": y, "c": x * y}
+    return np.sum(weighted(**d))
+
+
+def double_star_into_kwargs_with_positional(x, y):
+    d = {"w": y}
+    return np.sum(with_options(x, **d))
+
+
+@pytest.mark.parametrize("fn", [
+    star_tuple, star_list_then_positional, star_varargs, double_star_positional_parameters,
+    double_star_into_kwargs, double_star_into_kwargs_with_positional,
+], ids=lambda f: f.__name__)
+def test_starred_call_goes_through_star_vjp(fn):
+    check_grad(fn, X, Y)
+    assert "adj.star_vjp(" in adjoint.source(fn)
+
+
+def test_star_vjp_gets_the_parts_and_which_are_spread():
+    text = adjoint.source(star_list_then_positional)
+    assert "adj.star_vjp(scale, (args, 2.0), (0,), None)" in text
+    text = adjoint.source(double_star_positional_parameters)
+    assert "adj.star_vjp(scale, (x,), (), d)" in text
+
+
+def test_kwargs_gradient_reaches_the_dict_entries():
+    # weighted(**d) = 2a + b c with a = x, b = y, c = x y:  d/dx = 2 + y^2, d/dy = 2 x y
+    gx, gy = adjoint.gradient(double_star_into_kwargs, X, Y)
+    np.testing.assert_allclose(gx, 2.0 + Y ** 2)
+    np.testing.assert_allclose(gy, 2 * X * Y)
+
+
+def test_differentiable_keyword_arguments_can_go_by_position():
+    def f(x, y):
+        return np.sum(scale(x, b=y, c=2.0))
+
+    check_grad(f, X, Y)
+
+
+# ---- refused ------------------------------------------------------------------------------------
+
+
+def starred_call_of_a_closure(x, w):
+    def f(a, b):
+        return a * b * w
+
+    args = (x, x)
+    return np.sum(f(*args))
+
+
+def starred_method_call(x):
+    axes = (0,)
+    return np.sum(x.sum(*axes))
+
+
+def two_double_stars(x, y):
+    d1 = {"b": y}
+    d2 = {"c": x}
+    return np.sum(scale(x, **d1, **d2))
+
+
+def differentiable_keyword_next_to_double_star(x, y):
+    d = {"b": y}
+    return np.sum(scale(x, **d, c=x))
+
+
+def differentiable_keyword_into_kwargs(x):
+    return np.sum(weighted(a=x, b=1.0, c=2.0))
+
+
+@pytest.mark.parametrize("fn, message, line", [
+    (starred_call_of_a_closure, "a starred call of a method or of a function that closes over differentiable values", 5),
+    (starred_method_call, "a starred call of a method", 2),
+    (two_double_stars, "the gradient cannot flow through these keyword arguments", 3),
+    (differentiable_keyword_next_to_double_star, "the gradient cannot flow through these keyword arguments", 2),
+    (differentiable_keyword_into_kwargs, "the gradient cannot flow through the keyword argument `a=`", 1),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_call_adjoint_cannot_follow_is_refused_at_its_line(fn, message, line):
+    with pytest.raises(adjoint.TransformError) as info:
+        adjoint.gradient(fn, *(X, Y)[: fn.__code__.co_argcount])
+    (problem,) = info.value.problems
+    assert problem.message.startswith(message)
+    assert problem.line == fn.__code__.co_firstlineno + line
