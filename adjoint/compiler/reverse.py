@@ -201,7 +201,10 @@ class _Reverse(calls.CallAdjoints):
         self.adjoints.append((stmt, emit))
 
     def _assignment(self, stmt, target, value):
-        if isinstance(value, gast.Name):
+        if not activity.differentiable_operands(value):
+            self.forward.append(stmt)  # a constant: nothing flows back, the cotangent ends here
+            self._adjoint(stmt, target, [], lambda bar: ([], []))
+        elif isinstance(value, gast.Name):
             self.forward.append(stmt)
             self._adjoint(stmt, target, [value], lambda bar: ([], [syntax.name(bar)]))
         elif isinstance(value, (gast.BinOp, gast.UnaryOp)):
@@ -229,9 +232,6 @@ class _Reverse(calls.CallAdjoints):
             self.forward.append(stmt)
             count = len(value.elts)
             self._adjoint(stmt, target, value.elts, lambda bar: ([], [_item(syntax.name(bar), i) for i in range(count)]))
-        elif isinstance(value, (gast.Constant, gast.Compare)) or not activity.differentiable_operands(value):
-            self.forward.append(stmt)  # a constant: nothing flows back, the cotangent ends here
-            self._adjoint(stmt, target, [], lambda bar: ([], []))
         else:
             self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
 
@@ -284,7 +284,8 @@ class _Reverse(calls.CallAdjoints):
 
     def _closure(self, stmt, target, function):
         """A function's cotangent holds those of the values it closes over, by name."""
-        captured = sorted(syntax.free_names(function) & self.varied)
+        # a recursive function reads itself: `adj.closure_vjp` already folded those calls in
+        captured = sorted(syntax.free_names(function) & self.varied - {target})
         operands = [syntax.name(c) for c in captured]
 
         def make(bar):

@@ -180,9 +180,11 @@ class _SSA:
             own = [v for v in values if v is not None and v not in before.values()]
             joined = own[0] if own else self.fresh(name)  # a name one arm defined serves both
             for arm, value in zip((stmt.body, stmt.orelse), values):
-                if value is None or value == joined:
-                    continue  # unbound on this path, as in the user's code; or already the name
-                if value not in before.values():  # defined in this arm: define the joined name instead
+                if value == joined:
+                    continue
+                if value is None:  # unbound on this path: reading it later must fail as in Python
+                    arm.append(_phi(joined, None, "join", stmt, self.ctx))
+                elif value not in before.values():  # defined in this arm: define the joined name instead
                     _rename_everywhere(arm, value, joined)
                 else:
                     arm.append(_phi(joined, value, "join", stmt))
@@ -207,8 +209,8 @@ class _SSA:
             if name in current:
                 entry[phi] = current[name]
                 before.append(_phi(phi, current[name], "entry", loop))
-            else:  # first assigned in the loop: None until then (Python would say it is unbound)
-                before.append(anno.copy_origin(loop, syntax.assign(phi, syntax.const(None))))
+            else:  # first assigned in the loop: unbound until then
+                before.append(_phi(phi, None, "entry", loop, self.ctx, name))
         body_current = {**current, **phis}
         if isinstance(loop, gast.While):
             _Rename(body_current).visit(loop.test)
@@ -230,8 +232,13 @@ class _SSA:
         return before + [loop] + after
 
 
-def _phi(target: str, source: str, kind: str, origin) -> gast.Assign:
-    copy = syntax.assign(target, syntax.name(source))
+def _phi(target: str, source, kind: str, origin, ctx=None, name=None) -> gast.Assign:
+    """`target = source`, or `target = adj.unbound("name")` when `source` is None."""
+    if source is None:
+        value = syntax.call(f"{ctx.runtime_alias}.unbound", [syntax.const(name or target)])
+    else:
+        value = syntax.name(source)
+    copy = syntax.assign(target, value)
     anno.set_(copy, anno.PHI, kind)
     return anno.copy_origin(origin, copy)
 

@@ -6,7 +6,10 @@ containers as they were before the update.
 """
 
 from .. import runtime as adj
-from ..registry import rrule
+from ..registry import non_differentiable, rrule
+
+# `y = adj.unbound("y")`: what `ssa` binds where Python would have no value yet.
+non_differentiable(adj.unbound)
 
 
 @rrule(adj.setitem)

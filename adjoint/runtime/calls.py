@@ -228,6 +228,39 @@ def unconcat(g, a, b):
     return type(a)(g[: len(a)]), type(b)(g[len(a) :])
 
 
+class unbound:  # noqa: N801  (reads as a call in generated code: `y = adj.unbound("y")`)
+    """The value of a name that Python would say is not bound yet: a name first assigned in a
+    loop or in one arm of a branch, on a path that did not assign it. Any use raises Python's
+    `UnboundLocalError`, as reading the name would have.
+
+    >>> y = unbound("y")
+    >>> y + 1.0
+    Traceback (most recent call last):
+    ...
+    UnboundLocalError: cannot access local variable 'y' where it is not associated with a value
+    """
+
+    __slots__ = ("name",)
+    dtype = None  # not a float: it gets no cotangent (`is_differentiable` asks)
+
+    def __init__(self, name):
+        self.name = name
+
+    def _fail(self, *args, **kwargs):
+        raise UnboundLocalError(
+            f"cannot access local variable '{self.name}' where it is not associated with a value"
+        )
+
+    __getattr__ = __getitem__ = __call__ = __iter__ = __len__ = __bool__ = __float__ = __int__ = _fail
+    __index__ = __array__ = __neg__ = __pos__ = __abs__ = __invert__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __mod__ = __rmod__ = __floordiv__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+
+    def __repr__(self):
+        return f"adj.unbound({self.name!r})"
+
+
 # ---- dict methods -----------------------------------------------------------------------------
 
 def _dict_get(d, key, default=None):

@@ -45,7 +45,7 @@ def stores_outside_phis(node) -> list:
 
 def run(node, fn, *args):
     """Execute the ssa output of `fn` on `args`."""
-    namespace = dict(fn.__globals__)
+    namespace = dict(fn.__globals__, adj=adjoint.runtime)
     node.name = "renamed"
     exec(compile(syntax.unparse(node), "<ssa>", "exec"), namespace)
     return namespace["renamed"](*args)
@@ -164,13 +164,13 @@ def test_a_name_used_only_within_one_iteration_is_not_carried():
     assert "t = np.tanh(h_1)" in syntax.unparse(node)
 
 
-def test_a_name_first_assigned_in_a_loop_starts_as_none():
+def test_a_name_first_assigned_in_a_loop_starts_unbound():
     node = ssa(first_assigned_in_loop)
     (loop,) = loops(node)
     before = node.body[node.body.index(loop) - 1]
-    assert syntax.unparse(before).strip() == "s = None"
+    assert syntax.unparse(before).strip() == "s = adj.unbound('s')"
     assert anno.get(loop, anno.LOOP) == {"s": (None, "s_2")}
-    assert sorted(phis(node)) == [("back", "s = s_1"), ("exit", "s_2 = s")]
+    assert sorted(phis(node)) == [("back", "s = s_1"), ("entry", "s = adj.unbound('s')"), ("exit", "s_2 = s")]
 
 
 def test_while_loop_carries_its_test_flag_and_its_names():
