@@ -24,6 +24,7 @@ from __future__ import annotations
 import types
 
 import gast
+import numpy as np
 
 from . import annotations as anno
 from . import syntax
@@ -378,7 +379,14 @@ class _Normalizer:
             return syntax.name(result)
         if isinstance(expr, gast.BoolOp):
             return self._boolean(expr, hint)
-        if isinstance(expr, (gast.ListComp, gast.GeneratorExp, gast.DictComp)):
+        if isinstance(expr, gast.GeneratorExp):
+            self.ctx.problem(
+                expr, "a generator expression is supported only as the argument of a call that "
+                "consumes it at once (`sum`, `list`, `max`, `np.stack`...)",
+                "use a list comprehension: Python runs a generator only when it is consumed",
+            )
+            return self._comprehension(expr, hint)
+        if isinstance(expr, (gast.ListComp, gast.DictComp)):
             return self._comprehension(expr, hint)
         if isinstance(expr, gast.Call) and _is_builtin_sum_of_generator(expr, self):
             return self._comprehension(expr.args[0], hint, total=expr.args[1] if len(expr.args) > 1 else syntax.const(0))
@@ -457,9 +465,21 @@ class _Normalizer:
         elif syntax.dotted(func) is None:
             func = self.atom(func, hint + "_fn")
         args = [gast.Starred(value=self.atom(a.value, hint), ctx=gast.Load()) if isinstance(a, gast.Starred)
+                else self._comprehension(a, hint) if isinstance(a, gast.GeneratorExp) and self._consumes(expr)
                 else self.atom(a, hint) for a in expr.args]
         keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, hint)) for k in expr.keywords]
         return syntax.call(func, args, keywords)
+
+    def _consumes(self, call) -> bool:
+        """Whether `call` runs through a generator argument before returning, once."""
+        text = syntax.dotted(call.func)
+        if text is None or syntax.root_name(call.func) in self.local_names:
+            return False
+        root, *parts = text.split(".")
+        obj = self.ctx.lookup_global(root, _UNBOUND)
+        for part in parts:
+            obj = getattr(obj, part, _UNBOUND)
+        return any(obj is consumer for consumer in _CONSUMERS)
 
     def _index(self, index, hint):
         if isinstance(index, gast.Slice):
@@ -489,6 +509,8 @@ class _Normalizer:
 
 
 _LIBRARIES = {"numpy", "math", "scipy", "builtins", "cmath"}
+_CONSUMERS = (sum, list, tuple, max, min, any, all, sorted, dict, set, np.stack, np.array, np.asarray,
+              np.concatenate, np.hstack, np.vstack)
 _ITERATORS = {"range": range, "enumerate": enumerate, "zip": zip, "reversed": reversed}
 
 

@@ -149,7 +149,9 @@ class _SSA:
 
     def _define(self, stmt, current):
         if isinstance(stmt, gast.FunctionDef):
-            stmt.name = current[stmt.name] = self.fresh(stmt.name)
+            renamed = self.fresh(stmt.name)
+            current[stmt.name] = renamed
+            stmt.name = renamed
             return
         if not isinstance(stmt, gast.Assign):
             return
@@ -194,6 +196,7 @@ class _SSA:
     # ---- loops ------------------------------------------------------------------------------
 
     def _loop(self, loop, current, later) -> list:
+        again = _loads_in(loop)  # read again by the next iteration (before any renaming)
         if isinstance(loop, gast.For):
             _Rename(current).visit(loop.iter)
         targets = syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set()
@@ -218,7 +221,7 @@ class _SSA:
             stores = {t: self.fresh(t) for t in syntax.stored_names(loop.target)}
             _Rename(stores, stores=True).visit(loop.target)
             body_current.update(stores)
-        body = self.block(loop.body, body_current, later | _loads_in(loop))
+        body = self.block(loop.body, body_current, later | again)
         back = [_phi(phi, body_current[name], "back", loop) for name, phi in phis.items() if body_current[name] != phi]
         at = len(body) - 1 if body and syntax.is_break_check(body[-1]) else len(body)
         loop.body = body[:at] + back + body[at:]
