@@ -32,6 +32,11 @@ PHI = "phi"
 # Written by `ssa`, read by `reverse`.
 LOOP = "loop"
 
+# On `t = y[i]`, the read `normalize` makes for `y[i][j] = v` or `y[i] += v`: `y` is updated
+# right after through `adj.setitem`, so `t` is no alias of it. Written by `normalize`, read by
+# `aliases` and `inplace`.
+ITEM_READ = "item_read"
+
 # On `x = x + d` written by the user as `x += d`: the user's `AugAssign` statement. Written by
 # `normalize`, read by `inplace`, which checks that the rewrite is faithful.
 IN_PLACE = "in_place"

@@ -32,6 +32,9 @@ class Context:
     # for each callee resolved at transform time and each user name inlined rules rely on.
     # The generated code is valid only while they hold (checked on every call).
     bindings: set[tuple] = dataclasses.field(default_factory=set)
+    # Parameters the function updates in place (`x += 1`, `x[i] = v`), with the line: adjoint
+    # rebinds them instead, which a caller inside differentiated code would notice (set by `inplace`).
+    updated_parameters: set[tuple] = dataclasses.field(default_factory=set)
 
     def __post_init__(self):
         if self.namer is None:

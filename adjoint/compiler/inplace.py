@@ -25,15 +25,10 @@ import types
 import gast
 import numpy as np
 
+from . import aliases, resolve, syntax
 from . import annotations as anno
-from . import resolve, syntax
 from .context import Context
 
-# NumPy primitives whose result may share memory with their first argument.
-_VIEWS = {id(f) for f in (np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
-                          np.moveaxis, np.broadcast_to, np.asarray, np.asanyarray, np.diagonal,
-                          np.real, np.imag, np.ndarray.T, np.atleast_1d, np.atleast_2d, np.atleast_3d)}
-_FRESH_MODULES = {"numpy", "math", "builtins", "operator", "_operator"}
 _MUTATING_METHODS = {
     "sort", "fill", "put", "resize", "partition", "itemset", "setflags", "append", "extend",
     "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "reverse",
@@ -48,99 +43,165 @@ class _Facts:
     useful: set[str]
     loaded: set[str]  # every name the function reads
     params: set[str]
-    definitions: dict  # name -> the statements assigning it
-    shared: set[str]  # names also reachable another way
+    aliases: aliases.Aliases
     first_read: dict[str, int]  # name -> first statement reading it with gradient
-    aliases: dict[str, set[str]]  # name -> every name that may refer to the same memory
+    reads: dict[str, list]  # name -> the statements reading it
+    chains: list  # per statement, the [first, last] statements of the loops around it
+    statements: list  # the simple statements, in order
+    immutable: set[str]  # names certainly holding numbers, bools or strings (loop counters)
     modules: set[str]  # free names bound to modules (`np` is not updated by `np.random.shuffle`)
+    global_arrays: set[str]  # locals holding a module-level array the forward pass read
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Report in-place updates and effect-only calls that cannot be differentiated faithfully."""
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
-    body = [s for s in syntax.statements(node.body) if not syntax.bodies(s)]
+    body, chains = _simple_statements(node.body)
+    loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
     facts = _Facts(
         varied, useful, syntax.load_names(node),
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
-        definitions=_definitions(body),
-        shared=set().union(*(_aliased_by(stmt) for stmt in body)),
-        first_read=_first_differentiated_read(body, varied, useful),
-        aliases=_alias_classes(body),
+        aliases=aliases.analyse(body, loops),
+        first_read=_first_differentiated_read(body, varied, useful, chains),
+        reads=_reads(body),
+        chains=chains,
+        statements=body,
+        immutable=_immutable(node.body, body),
         modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
         | {ctx.runtime_alias},
+        global_arrays={
+            s.targets[0].id for s in body
+            if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and s.value.id not in ctx.local_names
+            and isinstance(ctx.lookup_global(s.value.id), np.ndarray)
+        },
     )
+
     for index, stmt in enumerate(body):
-        problem = _problem(stmt, index, facts)
+        problem = _problem(stmt, index, facts, ctx)
         if problem:
             ctx.problem(*problem)
     return node
 
 
-def _problem(stmt, index, facts: _Facts):
+def _simple_statements(body):
+    """The statements that are not compound, in order, and for each the `[first, last]`
+    indices of the loops around it, outermost first."""
+    flat, chains = [], []
+
+    def walk(stmts, chain):
+        for stmt in stmts:
+            if isinstance(stmt, (gast.For, gast.While)):
+                span = [len(flat), len(flat)]
+                walk(stmt.body + stmt.orelse, chain + [span])
+                span[1] = len(flat) - 1
+            elif syntax.bodies(stmt):
+                for nested in syntax.bodies(stmt):
+                    walk(nested, chain)
+            else:
+                chains.append(chain)
+                flat.append(stmt)
+
+    walk(body, [])
+    return flat, chains
+
+
+def _problem(stmt, index, facts: _Facts, ctx):
     """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
     value = getattr(stmt, "value", None)
     for updated in sorted(_updated_by(stmt, facts)):  # named as the user wrote it
-        if any(facts.first_read.get(n, index) < index for n in facts.aliases.get(updated, {updated})):
+        if any(facts.first_read.get(n, index) < index for n in facts.aliases.classes.get(updated, {updated})):
             return (value, f"this updates `{updated}` after a differentiated operation used it, so the "
                     "pullback would see the updated values", f"update a copy instead, or update `{updated}` before it is used")
     update = anno.get(stmt, anno.IN_PLACE)
     if update is not None:
-        return _update_problem(update, stmt.value.left.id, facts)
+        return _update_problem(stmt, update, stmt.value.left.id, facts, index, ctx)
+    if isinstance(value, gast.Call) and aliases.is_container_update(value) and isinstance(value.args[0], gast.Name):
+        return _update_problem(stmt, None, value.args[0].id, facts, index, ctx)
     if isinstance(value, gast.Call) and _writes_out(value, facts.varied):
         return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
                 "assign the result to a name instead")
     if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _passes_varied(value, facts.varied):
         return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
                 "differentiate", "use its result, or mark the function @adjoint.non_differentiable")
+    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _may_update_globals(value):
+        read = sorted(g for g in facts.global_arrays if facts.first_read.get(g, index) < index)
+        if read:
+            return (value, f"this call may update the module-level array the pullback reads as `{read[0]}`",
+                    "mark the function @adjoint.non_differentiable if it changes no array, or call it before")
     return None
 
 
-def _update_problem(update, updated, facts: _Facts):
-    name, sign = update.target.id, syntax.symbol(update.op)
-    origins = _origins(updated, facts)
-    if updated in facts.shared or any(isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) for d in origins):
-        reason = f"`{name}` may also be reached through another name or view here"
-    elif not all(_is_fresh(d) for d in origins):
+def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
+    """A problem if updating `updated` (by `+=`, `y[i] = v` or `.append`) would show, in plain
+    Python, through another name that is read later and that adjoint's rebinding leaves as it
+    was: a copy, a view, a container holding it, or the sequence a loop walks."""
+    where = update if update is not None else stmt
+    what = f"`{update.target.id} {syntax.symbol(update.op)}= ...`" if update is not None else "this update"
+    name = update.target.id if update is not None else updated
+    known = facts.aliases
+    origins = known.origins(updated)
+    roots = known.roots(updated)
+    item_reads = [d for d in origins if anno.get(d, anno.ITEM_READ)]
+    others = set().union(*(known.classes.get(n, {n}) for n in roots | {updated})) - roots - {updated}
+    if updated in known.contained or roots & known.contained:
+        others |= known.holders
+    for d in item_reads:
+        if d.value.value.id in known.holders:  # `lst[0][0] = v` may update what another name holds
+            others |= known.contained
+    seen_later = sorted(n for n in others if _read_after(n, index, facts))
+    views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads]
+    if roots & known.loop_items:
+        reason = f"`{name}` is an item of the sequence the loop walks"
+    elif views:
+        reason = f"`{name}` may also be reached through another name or view (`{syntax.unparse(views[0].value)}`)"
+    elif not all(aliases.is_fresh(d) or d in item_reads for d in origins):
         reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
+    elif seen_later:
+        reason = f"`{name}` may also be reached through another name or view (`{seen_later[0]}`, read afterwards)"
     else:
+        if roots & facts.params and not origins:
+            ctx.updated_parameters |= {(r, getattr(where, "lineno", None)) for r in roots & facts.params}
         return None
-    return (update, f"{reason}, and adjoint does not update arrays in place",
-            f"write `{name} = {name} {sign} ...` to make the new value explicit")
+    if update is not None:
+        sign = syntax.symbol(update.op)
+        hint = f"write `{name} = {name} {sign} ...` to make the new value explicit"
+    else:
+        hint = f"copy it first (`{name} = {name}.copy()`) to make the new value explicit"
+    return (where, f"{what} would change `{name}` in place, but {reason}, and adjoint updates a copy", hint)
 
 
-def _definitions(body) -> dict:
-    definitions: dict = {}
-    for stmt in body:
-        if isinstance(stmt, gast.Assign):
-            for target in _stored(stmt):
-                definitions.setdefault(target, []).append(stmt)
-    return definitions
-
-
-def _origins(name, facts, seen=None) -> list:
-    """The statements that made `name`'s value, through the copies `ssa` made at joins (a
-    parameter has none: the caller's array is never updated, its name is rebound)."""
-    seen = set() if seen is None else seen
-    if name in seen:
-        return []
-    seen.add(name)
-    found = []
-    for definition in facts.definitions.get(name, []):
-        if anno.get(definition, anno.PHI):
-            found += _origins(definition.value.id, facts, seen)
-        else:
-            found.append(definition)
-    return found
-
-
-def _first_differentiated_read(body, varied, useful) -> dict[str, int]:
-    """For each name an adjoint may read, the first statement that reads it with gradient."""
+def _first_differentiated_read(body, varied, useful, chains) -> dict[str, int]:
+    """For each name an adjoint may read, the first statement that reads it with gradient (in a
+    loop, the loop's first statement: the next iteration reads it again after any update)."""
     first = {}
     for index, stmt in enumerate(body):
         if isinstance(stmt, gast.Assign) and set(_stored(stmt)) & varied & useful:
+            start = chains[index][0][0] - 0.5 if chains[index] else index  # before the loop's updates
             for name in syntax.load_names(stmt.value):
-                first.setdefault(name, index)
+                first[name] = min(first.get(name, start), start)
     return first
+
+
+def _reads(body) -> dict:
+    reads: dict = {}
+    for index, stmt in enumerate(body):
+        for name in syntax.load_names(stmt):
+            reads.setdefault(name, []).append(index)
+    return reads
+
+
+def _read_after(name, update, facts) -> bool:
+    """Whether the value bound to `name` may be read after statement `update` runs: later in
+    order, or earlier in a loop around both that does not bind `name` anew each time."""
+    definitions = [i for i, s in enumerate(facts.statements) if s in facts.aliases.definitions.get(name, [])
+                   and not anno.get(s, anno.PHI)]
+    for read in facts.reads.get(name, []):
+        if read > update:
+            return True
+        for first, last in facts.chains[read]:
+            if first <= update <= last and not any(first <= d <= last for d in definitions):
+                return True
+    return False
 
 
 def _updated_by(stmt, facts: _Facts) -> set[str]:
@@ -155,10 +216,10 @@ def _updated_by(stmt, facts: _Facts) -> set[str]:
     effect_only = _only_for_effect(stmt, facts.loaded)
     if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`
-    pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or _returns_new_array(callee))
+    pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
     if effect_only and not pure:
         updated |= {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
-    return updated
+    return updated - facts.immutable
 
 
 def _outputs(call, callee) -> list:
@@ -170,61 +231,8 @@ def _outputs(call, callee) -> list:
     return outputs
 
 
-def _alias_classes(body) -> dict[str, set[str]]:
-    """Group names that may refer to the same memory: copies, views, containers, and results
-    of calls that may return an argument."""
-    classes: dict[str, set[str]] = {}
-    for stmt in body:
-        if not isinstance(stmt, gast.Assign):
-            continue
-        group = set(_stored(stmt)) | _aliased_by(stmt)
-        if len(group) > 1:
-            merged = set().union(*(classes.get(n, {n}) for n in group))
-            for name in merged:
-                classes[name] = merged
-    return classes
-
-
 def _stored(stmt):
     return [n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)]
-
-
-def _is_fresh(definition) -> bool:
-    """Whether the statement defining a name makes a new array no other name refers to."""
-    if definition is None or isinstance(definition.targets[0], gast.Tuple):
-        return False
-    value = definition.value
-    if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)):
-        return True
-    return isinstance(value, gast.Call) and _returns_new_array(anno.get(value, anno.CALLEE))
-
-
-def _returns_new_array(callee) -> bool:
-    """A NumPy or built-in primitive known not to return a view of its input."""
-    if callee is None or callee.kind not in (resolve.RULE, resolve.NON_DIFFERENTIABLE):
-        return False
-    module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or ""
-    if module == "adjoint.runtime":
-        return True  # `adj.setitem` and `adj.append` build new containers
-    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS
-
-
-def _aliased_by(stmt) -> set[str]:
-    """Names whose arrays `stmt` makes reachable another way (copy, container, view, call)."""
-    value = getattr(stmt, "value", None)
-    if anno.get(stmt, anno.PHI):
-        return set()  # a join of control flow moves a value, it does not share it
-    if isinstance(value, gast.Name):
-        return {value.id}
-    if isinstance(value, (gast.Tuple, gast.List)):
-        return {e.id for e in value.elts if isinstance(e, gast.Name)}
-    if isinstance(value, (gast.Subscript, gast.Attribute)) and isinstance(value.value, gast.Name):
-        callee = anno.get(value, anno.CALLEE)
-        queried = callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE  # x.shape
-        return set() if queried else {value.value.id}
-    if isinstance(value, gast.Call) and not _returns_new_array(anno.get(value, anno.CALLEE)):
-        return {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
-    return set()
 
 
 def _writes_out(call, varied) -> bool:
@@ -242,6 +250,28 @@ def _passes_varied(call, varied) -> bool:
     callee = anno.get(call, anno.CALLEE)
     if callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE:
         return False
-    if callee is not None and callee.kind == resolve.RULE and _returns_new_array(callee):
+    if callee is not None and callee.kind == resolve.RULE and aliases.returns_new_array(callee):
         return False  # a pure NumPy function whose result is simply unused
     return bool(syntax.load_names(call) & varied)
+
+
+def _may_update_globals(call) -> bool:
+    """A call of your own Python code (which may update a module-level array)."""
+    callee = anno.get(call, anno.CALLEE)
+    return callee is not None and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method
+
+
+def _immutable(tree, body) -> set[str]:
+    """Names that certainly hold an int or a string: `range` loop counters, `enumerate`
+    positions and constants. No call can update them."""
+    names = set()
+    for stmt in syntax.statements(tree):
+        if isinstance(stmt, gast.For) and isinstance(stmt.iter, gast.Call) and isinstance(stmt.iter.func, gast.Name):
+            if stmt.iter.func.id == "range":
+                names |= syntax.stored_names(stmt.target)
+            elif stmt.iter.func.id == "enumerate" and isinstance(stmt.target, gast.Tuple):
+                names |= syntax.stored_names(stmt.target.elts[0])
+    for stmt in body:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and isinstance(stmt.value, gast.Constant):
+            names.add(stmt.targets[0].id)
+    return names

@@ -40,6 +40,7 @@ class Compiled:
     arity: int  # positional parameters of the generated function
     bindings: tuple = ()  # (name, attributes, object) the code assumes; see `still_valid`
     rules_version: int = -1  # `registry.version` when it was generated
+    updated_parameters: tuple = ()  # (parameter, line): updated in place in the user's code
 
 
 def compile_source(

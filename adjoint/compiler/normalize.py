@@ -143,18 +143,29 @@ class _Normalizer:
             self._assign([target], value)
             anno.set_(self.out[-1], anno.IN_PLACE, stmt)
             return
-        container = self.atom(target.value, _target_hint(target))
+        container = self._container(target.value, _target_hint(target))
         index = self._index(target.slice, _target_hint(target))
         hint = _target_hint(target)
         current = self._temp(hint + "_item", syntax.subscript(container, syntax.copy_node(index)))
+        anno.set_(self.out[-1], anno.ITEM_READ, True)
         updated = self._temp(hint + "_" + _OPERATOR_TAGS.get(type(stmt.op), "op"),
                              syntax.binop(current, stmt.op, self.atom(stmt.value, hint)))
         self._set_item(container, index, updated, target)
 
     def _store_item(self, target, value):
         """`y[i] = v` as `y = adj.setitem(y, i, v)`: adjoint never updates arrays in place."""
-        container = self.atom(target.value, _target_hint(target))
+        container = self._container(target.value, _target_hint(target))
         self._set_item(container, self._index(target.slice, _target_hint(target)), value, target)
+
+    def _container(self, expr, hint):
+        """The container an item assignment writes into; `y[i]` of `y[i][j] = v` is read into
+        a name marked `ITEM_READ` (it is written back into `y` right after)."""
+        if isinstance(expr, gast.Subscript):
+            read = syntax.subscript(self.atom(expr.value, hint), self._index(expr.slice, hint))
+            temp = self._temp(hint + "_item", read)
+            anno.set_(self.out[-1], anno.ITEM_READ, True)
+            return temp
+        return self.atom(expr, hint)
 
     def _set_item(self, container, index, value, target):
         index = _index_value(index, self.ctx.reach("slice", slice))

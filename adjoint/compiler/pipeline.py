@@ -64,10 +64,12 @@ def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
     node, ctx = lower(fn, wrt)
     text = emit.to_source(node, ctx)
     code = fn.__code__
-    return loader.compile_source(
+    compiled = loader.compile_source(
         text, ctx.function_name, code.co_freevars, ctx.runtime_alias, runtime, ctx.injected,
         code.co_argcount, ctx.bindings,
     )
+    compiled.updated_parameters = tuple(sorted(getattr(ctx, "updated_parameters", ()), key=str))
+    return compiled
 
 
 def compiled(fn, wrt: tuple[int, ...]) -> loader.Compiled:
@@ -99,6 +101,7 @@ def forward_function(fn, wrt: tuple[int, ...]):
         generated = loader.instantiate(result, fn)
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_compiled__ = result
+        generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
         per_function[wrt] = generated
     return generated
 

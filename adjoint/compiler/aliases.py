@@ -1,0 +1,177 @@
+"""Aliases: which names of a normalized function may refer to the same memory.
+
+Read by `inplace`, which refuses updates that adjoint's non-mutating code would not reproduce.
+Two names alias when one is a copy (`b = a`), a view (`v = y[1:3]`, `t = y.T`), an item the
+loop walks (`for row in y`), or the result of a call that may return its argument. A name put
+into a container (`[a]`, `lst.append(a)`, `d[k] = a`) is "contained": updating it in place
+would show through the container. The copies `ssa` makes where control flow joins move
+values and alias nothing.
+
+Before:  b = a; c = b[0:2]; lst = [c]      After: classes {a, b, c}; contained {c}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+import numpy as np
+
+from .. import runtime
+from . import annotations as anno
+from . import resolve, syntax
+
+# NumPy primitives whose result may share memory with their first argument.
+_VIEWS = {id(f) for f in (np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.swapaxes,
+                          np.moveaxis, np.broadcast_to, np.asarray, np.asanyarray, np.diagonal,
+                          np.real, np.imag, np.ndarray.T, np.atleast_1d, np.atleast_2d, np.atleast_3d)}
+_FRESH_MODULES = {"numpy", "math", "builtins", "operator", "_operator"}
+
+
+@dataclasses.dataclass
+class Aliases:
+    definitions: dict  # name -> the statements assigning it
+    classes: dict  # name -> every name that may refer to the same memory
+    contained: set  # names put into a container
+    holders: set  # containers holding such names (or versions of them)
+    loop_items: set  # names a loop binds to the items of what it walks
+
+    def origins(self, name, seen=None) -> list:
+        """The statements that made `name`'s value, through the copies `ssa` made at joins (a
+        parameter, or a loop's item, has none)."""
+        seen = set() if seen is None else seen
+        if name in seen:
+            return []
+        seen.add(name)
+        found = []
+        for definition in self.definitions.get(name, []):
+            if anno.get(definition, anno.PHI) and isinstance(definition.value, gast.Name):
+                found += self.origins(definition.value.id, seen)
+            elif not anno.get(definition, anno.PHI):
+                found.append(definition)
+        return found
+
+    def roots(self, name, seen=None) -> set:
+        """The names without definitions (parameters, loop items) `name`'s value may come from
+        through join copies."""
+        seen = set() if seen is None else seen
+        if name in seen:
+            return set()
+        seen.add(name)
+        definitions = self.definitions.get(name, [])
+        if not definitions:
+            return {name}
+        found = set()
+        for definition in definitions:
+            if anno.get(definition, anno.PHI) and isinstance(definition.value, gast.Name):
+                found |= self.roots(definition.value.id, seen)
+        return found
+
+    def shares(self, name) -> bool:
+        """Whether updating `name`'s value in place would show through another name."""
+        group = set().union(*(self.classes.get(n, {n}) for n in self.roots(name) | {name}))
+        return len(group) > 1 or name in self.contained or bool(self.roots(name) & self.loop_items)
+
+
+def analyse(statements, loops) -> Aliases:
+    """`statements`: the function's simple statements; `loops`: its `for` loops."""
+    definitions: dict = {}
+    classes: dict = {}
+    contained = set()
+    for stmt in statements:
+        if not isinstance(stmt, gast.Assign):
+            continue
+        for target in syntax.stored_names(stmt.targets[0]):
+            definitions.setdefault(target, []).append(stmt)
+        contained |= stored_into(stmt)
+        group = syntax.stored_names(stmt.targets[0]) | aliased_by(stmt)
+        if len(group) > 1:
+            merged = set().union(*(classes.get(n, {n}) for n in group))
+            for name in merged:
+                classes[name] = merged
+    loop_items = set().union(*(syntax.stored_names(loop.target) for loop in loops))
+    holders = set()
+    while True:  # a version of a holder holds what it held
+        before = len(holders)
+        for stmt in statements:
+            value = getattr(stmt, "value", None)
+            if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
+                continue
+            source = value.id if isinstance(value, gast.Name) else (
+                value.args[0].id if isinstance(value, gast.Call) and is_container_update(value)
+                and isinstance(value.args[0], gast.Name) else None)
+            if stored_into(stmt) or source in holders:
+                holders.add(stmt.targets[0].id)
+        if len(holders) == before:
+            break
+    return Aliases(definitions, classes, contained, holders, loop_items)
+
+
+def aliased_by(stmt) -> set[str]:
+    """Names whose memory the target of `stmt` may share (copy, view, call result)."""
+    value = getattr(stmt, "value", None)
+    if anno.get(stmt, anno.PHI) or anno.get(stmt, anno.ITEM_READ):
+        return set()
+    if isinstance(value, gast.Name):
+        return {value.id}
+    if isinstance(value, (gast.Subscript, gast.Attribute)) and isinstance(value.value, gast.Name):
+        callee = anno.get(value, anno.CALLEE)
+        queried = callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE  # x.shape
+        return set() if queried else {value.value.id}
+    if isinstance(value, gast.Call) and _fresh_method(value):
+        return set()
+    if isinstance(value, gast.Call) and not returns_new_array(anno.get(value, anno.CALLEE)):
+        return {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+    return set()
+
+
+def _fresh_method(call) -> bool:
+    """`x.copy()`: a method of a local value known to return a new array."""
+    callee = anno.get(call, anno.CALLEE)
+    return bool(getattr(callee, "method", False)) and isinstance(call.func, gast.Attribute) and (
+        call.func.attr in _FRESH_METHODS
+    )
+
+
+_FRESH_METHODS = {
+    "copy", "astype", "sum", "mean", "max", "min", "prod", "std", "var", "dot", "clip", "round",
+    "cumsum", "cumprod", "flatten", "tolist", "argmax", "argmin", "argsort", "any", "all",
+}
+
+
+def stored_into(stmt) -> set[str]:
+    """Names `stmt` puts into a container: display items, appended or assigned items."""
+    value = getattr(stmt, "value", None)
+    if isinstance(value, (gast.Tuple, gast.List, gast.Set)):
+        return {e.id for e in value.elts if isinstance(e, gast.Name)}
+    if isinstance(value, gast.Dict):
+        return {e.id for e in value.values if isinstance(e, gast.Name)}
+    if isinstance(value, gast.Call) and is_container_update(value) and isinstance(value.args[-1], gast.Name):
+        return {value.args[-1].id}
+    return set()
+
+
+def is_container_update(call) -> bool:
+    """`adj.setitem(y, i, v)` or `adj.append(xs, v)`, which `normalize` makes of updates."""
+    obj = getattr(anno.get(call, anno.CALLEE), "obj", None)
+    return obj is runtime.setitem or obj is runtime.append
+
+
+def is_fresh(definition) -> bool:
+    """Whether the statement defining a name makes a new array no other name refers to."""
+    if definition is None or isinstance(definition.targets[0], gast.Tuple):
+        return False
+    value = definition.value
+    if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant, gast.List, gast.Dict)):
+        return True
+    return isinstance(value, gast.Call) and (returns_new_array(anno.get(value, anno.CALLEE)) or _fresh_method(value))
+
+
+def returns_new_array(callee) -> bool:
+    """A NumPy or built-in primitive known not to return a view of its input."""
+    if callee is None or callee.kind not in (resolve.RULE, resolve.NON_DIFFERENTIABLE):
+        return False
+    module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or ""
+    if module == "adjoint.runtime":
+        return True  # `adj.setitem` and `adj.append` build new containers
+    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS
