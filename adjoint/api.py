@@ -187,7 +187,9 @@ def _pullback(f, args, kwargs, positions):
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        value, generated_pullback = _forward(f, wrt)(*args, **kwargs)
+        forward = _forward(f, wrt)
+        _refuse_shared_updated_arguments(f, forward, args)
+        value, generated_pullback = forward(*args, **kwargs)
 
     def back(cotangent):
         cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
@@ -361,7 +363,38 @@ def _transform_for_runtime(fn, wrt):
     """The forward function of `fn` for `runtime.vjp`, which has already unwrapped bound methods,
     callable objects and partials: `fn` is their function, called with the receiver first."""
     _require_python_function(fn)
-    return pipeline.forward_function(fn, tuple(wrt))
+    forward = pipeline.forward_function(fn, tuple(wrt))
+    if forward.__adjoint_updates__:
+        parameter, line = forward.__adjoint_updates__[0]
+        raise AdjointError(
+            f"{_name(fn)} updates its argument `{parameter}` in place (line {line} of "
+            f"{fn.__code__.co_filename}). Called from differentiated code, adjoint would leave the "
+            f"caller's value unchanged, unlike Python. Return the new value instead "
+            f"(`{parameter} = {parameter} + ...`, or `{parameter} = {parameter}.copy()` first)."
+        )
+    return forward
+
+
+def _refuse_shared_updated_arguments(f, forward, args) -> None:
+    """A function that updates a parameter in place may not be passed that array twice: in
+    Python the other parameter would see the update, in adjoint's copy it would not."""
+    if not forward.__adjoint_updates__:
+        return
+    names = f.__code__.co_varnames[: f.__code__.co_argcount]
+    for parameter, line in forward.__adjoint_updates__:
+        if parameter not in names or names.index(parameter) >= len(args):
+            continue
+        position = names.index(parameter)
+        updated = args[position]
+        for index, other in enumerate(args):
+            if index != position and isinstance(updated, np.ndarray) and isinstance(other, np.ndarray) and (
+                np.may_share_memory(updated, other)
+            ):
+                raise AdjointError(
+                    f"{_name(f)} updates its argument `{parameter}` in place (line {line}), and argument "
+                    f"{index} shares its memory: Python would show the update through both, adjoint "
+                    f"updates a copy. Pass a copy, or write `{parameter} = {parameter} + ...`."
+                )
 
 
 runtime.install_transformer(_transform_for_runtime)

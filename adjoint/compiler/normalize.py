@@ -231,6 +231,14 @@ class _Normalizer:
         self._emit(syntax.returns(self.atom(stmt.value, hint, name_whole=True)))
 
     def _for(self, stmt):
+        walked = _walked_names(stmt.iter)
+        for child in (n for s in stmt.body for n in gast.walk(s)):
+            updated = _updated_container(child)
+            if updated in walked:
+                self.ctx.problem(
+                    child, f"this updates `{updated}`, which the loop walks: Python would walk the updated "
+                    "items, adjoint's copy would not", f"walk a copy (`for ... in list({updated})`) or index by position",
+                )
         iterable = self._iterable(stmt.iter)
         target, unpacked = self._loop_target(stmt.target, iterable)
         body = self.nested(lambda: [self._assign([t], syntax.name(n)) for t, n in unpacked])
@@ -541,6 +549,27 @@ def _is_append(value, local_names) -> bool:
         and isinstance(value.func.value, gast.Name) and value.func.value.id in local_names
         and len(value.args) == 1 and not value.keywords
     )
+
+
+def _walked_names(iterable) -> set:
+    """The names whose items a loop header walks: `xs` in `zip(xs, ys)` or `enumerate(xs)`."""
+    if isinstance(iterable, gast.Name):
+        return {iterable.id}
+    if isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name) and iterable.func.id in _ITERATORS:
+        return set().union(*(_walked_names(a) for a in iterable.args))
+    return set()
+
+
+def _updated_container(node):
+    """The name a statement updates in place: `y[i] = v`, `y[i] += v`, `y.append(v)`."""
+    targets = node.targets if isinstance(node, gast.Assign) else [node.target] if isinstance(node, gast.AugAssign) else []
+    for target in targets:
+        if isinstance(target, gast.Subscript):
+            return _target_hint(target)
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and isinstance(node.func.value, gast.Name):
+        if node.func.attr in ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"):
+            return node.func.value.id
+    return None
 
 
 def _target_hint(target) -> str:
