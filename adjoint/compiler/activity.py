@@ -70,7 +70,7 @@ def differentiable_reads(stmt) -> set[str]:
     if isinstance(stmt, gast.For):
         return syntax.load_names(stmt.iter) - {"range", "enumerate", "zip", "reversed"}
     if isinstance(stmt, gast.FunctionDef):
-        return syntax.free_names(stmt)  # a closure carries what it captures
+        return syntax.free_names(stmt) | _default_names(stmt)  # a closure carries what it captures
     return set()
 
 
@@ -83,7 +83,7 @@ def differentiable_operands(value) -> set[str]:
     if isinstance(value, (gast.Compare, gast.JoinedStr, gast.Constant, gast.Set)):
         return set()
     if isinstance(value, gast.Lambda):
-        return syntax.free_names(value)
+        return syntax.free_names(value) | _default_names(value)
     if isinstance(value, gast.BinOp) and isinstance(value.op, gast.FloorDiv):
         return set()
     if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.Not, gast.Invert)):
@@ -98,3 +98,8 @@ def differentiable_operands(value) -> set[str]:
     if isinstance(value, gast.Call):
         return set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
     return syntax.load_names(value)
+
+
+def _default_names(function) -> set[str]:
+    args = function.args
+    return {d.id for d in args.defaults + args.kw_defaults if isinstance(d, gast.Name)}

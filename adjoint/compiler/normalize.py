@@ -114,6 +114,8 @@ class _Normalizer:
             self.origin = stmt
             self._emit(gast.Try(body=body, handlers=[], orelse=[], finalbody=final))
         elif not isinstance(stmt, gast.Pass):
+            if isinstance(stmt, gast.FunctionDef):
+                self._defaults(stmt, stmt.name)
             self._emit(stmt)  # assert, raise, nested def, `if flag: break`
 
     def _assign(self, targets, value):
@@ -364,7 +366,16 @@ class _Normalizer:
                 return expr
             keys = [self.atom(k, hint + "_key") for k in expr.keys]
             return gast.Dict(keys=keys, values=[self.atom(v, hint) for v in expr.values])
+        if isinstance(expr, gast.Lambda):
+            self._defaults(expr, hint)
         return expr  # atoms, lambdas, f-strings, and constructs the fence reported
+
+    def _defaults(self, function, hint):
+        """A nested function's default values as atoms, computed where it is defined: the
+        pullback routes their cotangents like those of the names it closes over."""
+        args = function.args
+        args.defaults = [self.atom(d, f"{hint}_default") for d in args.defaults]
+        args.kw_defaults = [None if d is None else self.atom(d, f"{hint}_default") for d in args.kw_defaults]
 
     def _spread_display(self, expr, hint):
         """`[*a, b]` as `list(a) + [b]` (a tuple display: `tuple(a) + (b,)`)."""

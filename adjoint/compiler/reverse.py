@@ -286,11 +286,18 @@ class _Reverse(calls.CallAdjoints):
         """A function's cotangent holds those of the values it closes over, by name."""
         # a recursive function reads itself: `adj.closure_vjp` already folded those calls in
         captured = sorted(syntax.free_names(function) & self.varied - {target})
+        keys = list(captured)
+        args = function.args
+        positional = args.posonlyargs + args.args
+        for param, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+            if isinstance(default, gast.Name) and default.id in self.varied:
+                keys.append(param.id)  # a default value: its cotangent is keyed by the parameter
+                captured.append(default.id)
         operands = [syntax.name(c) for c in captured]
 
         def make(bar):
-            return [], [syntax.call(f"{self.alias}.captured", [syntax.name(bar), syntax.const(c), syntax.name(c)])
-                        for c in captured]
+            return [], [syntax.call(f"{self.alias}.captured", [syntax.name(bar), syntax.const(k), syntax.name(c)])
+                        for k, c in zip(keys, captured)]
 
         self._adjoint(stmt, target, operands, make)
 

@@ -35,16 +35,18 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
 
     arg_wrt = tuple(i - 1 for i in wrt if i > 0)
     captured = _captured_names(fn) if 0 in wrt else []
-    if not captured:
+    defaulted = _defaulted(fn, args, kwargs) if 0 in wrt else {}
+    if not captured and not defaulted:
         value, pullback = vjp(arg_wrt, fn, *args, **kwargs)
         return value, lambda g: (None, *pullback(g))
-    forward = _transform_hook(fn, arg_wrt + tuple(captured))
+    forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured))
     value, pullback = forward(*args, **kwargs)
     count = len(args) if fn.__code__.co_flags & inspect.CO_VARARGS else fn.__code__.co_argcount
 
     def closure_pullback(g):
         cotangents = tuple(pullback(g))
         closure_bar = dict(zip(captured, cotangents[count:]))
+        closure_bar.update({name: cotangents[position] for position, name in defaulted.items()})
         for name in captured:
             if _cell(fn, name) is fn:  # a recursive function: its own calls' cotangents are ours
                 closure_bar = add({k: v for k, v in closure_bar.items() if k != name}, closure_bar[name] or {})
@@ -52,6 +54,20 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         return (closure_bar, *cotangents[: len(args)])
 
     return value, closure_pullback
+
+
+def _defaulted(fn, args, kwargs) -> dict:
+    """`{position: parameter}` for the parameters this call leaves to float default values."""
+    if not isinstance(fn, types.FunctionType) or not fn.__defaults__:
+        return {}
+    code = fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    first = code.co_argcount - len(fn.__defaults__)
+    return {
+        position: names[position]
+        for position in range(max(first, len(args)), code.co_argcount)
+        if names[position] not in kwargs and _carries_gradient(fn.__defaults__[position - first])
+    }
 
 
 def captured(fn_bar, name, value):
@@ -214,7 +230,9 @@ def _cell(fn, name):
 
 
 def _closes_over_floats(value, seen=()) -> bool:
-    return isinstance(value, types.FunctionType) and bool(_captured_names(value, seen))
+    return isinstance(value, types.FunctionType) and bool(
+        _captured_names(value, seen) or any(is_differentiable(d) for d in value.__defaults__ or ())
+    )
 
 
 def unconcat(g, a, b):
