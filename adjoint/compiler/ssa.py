@@ -42,34 +42,49 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 
 def _check_late_binding(body, ctx) -> None:
     """Refuse a nested function that may run after a name it reads was assigned again: Python
-    would show it the new value (late binding), the renamed code the old one."""
+    would show it the new value (late binding), the renamed code the old one. Allowed: calling
+    it by its name before any such assignment (in a loop, when the loop re-creates it first)."""
     order = list(_in_order(body, []))
-    assigned, loads = {}, {}
+    assigned = {}
     for index, (stmt, _) in enumerate(order):
         for name in syntax.stored_names(stmt) if not syntax.bodies(stmt) else _header_stores(stmt):
             assigned.setdefault(name, []).append(index)
-        for name in _loads(stmt) if not syntax.bodies(stmt) else syntax.load_names(_header(stmt)):
-            loads.setdefault(name, []).append(index)
     for index, (stmt, loops) in enumerate(order):
         function, name = _nested_function(stmt)
         if function is None:
             continue
         captured = syntax.free_names(function) & set(assigned)
-        later = [i for c in captured for i in assigned[c] if i > index]
-        used_after = later and any(i > min(later) for i in loads.get(name, []))
-        in_loop = sorted(c for c in captured if loops and c in syntax.stored_names(loops[-1]))
-        escapes = False
-        if in_loop:  # made anew each iteration: fine if only called within its iteration
-            start = next(i for i, (s, _) in enumerate(order) if s is loops[-1])
-            end = start + len(list(syntax.statements([loops[-1]])))
-            escapes = name in _stored_away(order) or any(not index < i < end for i in loads.get(name, []))
-        if used_after or escapes:
-            which = sorted(captured)[0] if not in_loop else in_loop[0]
-            ctx.problem(
-                function, f"this function reads `{which}`, which is assigned again while the function may still "
-                "be called: Python would show it the new value",
-                f"pass `{which}` as an argument, or bind its current value with a default (`{which}={which}`)",
-            )
+        for use, (user, user_loops) in enumerate(order):
+            reads = _loads(user) if not syntax.bodies(user) else syntax.load_names(_header(user))
+            if use == index or name not in reads:
+                continue
+            called = _calls_by_name(user, name)
+            stale = sorted(c for c in captured if any(
+                index < a < use or (not called and (a > index or any(_within(order, loop, a) for loop in loops)))
+                or any(_within(order, loop, a) and not _within(order, loop, index) for loop in user_loops)
+                or (use < index and any(_within(order, loop, a) for loop in loops))
+                for a in assigned[c]
+            ))
+            if stale:
+                ctx.problem(
+                    function, f"this function reads `{stale[0]}`, which is assigned again while the function "
+                    "may still be called: Python would show it the new value",
+                    f"pass `{stale[0]}` as an argument, or bind its current value with a default (`{stale[0]}={stale[0]}`)",
+                )
+                break
+
+
+def _calls_by_name(stmt, name) -> bool:
+    """Whether `stmt` uses `name` only as the function it calls."""
+    value = getattr(stmt, "value", None)
+    if not (isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.func.id == name):
+        return False
+    return name not in set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
+
+
+def _within(order, loop, index) -> bool:
+    start = next(i for i, (s, _) in enumerate(order) if s is loop)
+    return start <= index < start + len(list(syntax.statements([loop])))
 
 
 def _in_order(body, loops):
@@ -94,18 +109,6 @@ def _nested_function(stmt):
     if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda) and isinstance(stmt.targets[0], gast.Name):
         return stmt.value, stmt.targets[0].id
     return None, None
-
-
-def _stored_away(order) -> set:
-    """Names put into a container or returned (they may be called later)."""
-    names = set()
-    for stmt, _ in order:
-        value = getattr(stmt, "value", None)
-        if isinstance(stmt, gast.Return) or isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
-            names |= syntax.load_names(value) if value is not None else set()
-        elif isinstance(value, gast.Call) and syntax.dotted(value.func) and syntax.dotted(value.func).endswith((".append", ".setitem")):
-            names |= syntax.load_names(value)
-    return names
 
 
 class _SSA:
