@@ -106,9 +106,7 @@ class _Normalizer:
         elif isinstance(stmt, gast.While):
             self._while(stmt)
         elif isinstance(stmt, gast.With):
-            body = self.block(stmt.body)
-            self.origin = stmt
-            self._emit(gast.With(items=stmt.items, body=body, type_comment=None))
+            self._with(stmt)
         elif isinstance(stmt, gast.Try):
             body, final = self.block(stmt.body), self.block(stmt.finalbody)
             self.origin = stmt
@@ -231,6 +229,21 @@ class _Normalizer:
             return
         hint = self.ctx.source.name if self.ctx.source.name != "<lambda>" else "out"
         self._emit(syntax.returns(self.atom(stmt.value, hint, name_whole=True)))
+
+    def _with(self, stmt):
+        """`with cm as c:` binds `c` through a new name, so later passes see `c` assigned."""
+        items, bound = [], []
+        for item in stmt.items:
+            target = item.optional_vars
+            if target is not None:
+                temp = self.ctx.namer.new("_".join(_target_names(target)) + "_context")
+                bound.append((target, temp))
+                target = syntax.store(temp)
+            items.append(gast.withitem(context_expr=item.context_expr, optional_vars=target))
+        body = self.nested(lambda: [self._assign([t], syntax.name(n)) for t, n in bound])
+        body += self.block(stmt.body)
+        self.origin = stmt
+        self._emit(gast.With(items=items, body=body, type_comment=None))
 
     def _for(self, stmt):
         walked = _walked_names(stmt.iter)

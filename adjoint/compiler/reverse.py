@@ -157,6 +157,12 @@ class _Reverse(calls.CallAdjoints):
             self._loop(stmt)
             return
         if isinstance(stmt, (gast.With, gast.Try)):
+            for item in getattr(stmt, "items", ()):
+                if syntax.load_names(item.context_expr) & self.varied:
+                    self.ctx.problem(
+                        item.context_expr, "the gradient cannot flow through a context manager",
+                        "compute the differentiable value inside the `with` block instead",
+                    )
             parts = [self.block(body) for body in syntax.bodies(stmt)]
             if isinstance(stmt, gast.With):
                 self.forward.append(gast.With(items=stmt.items, body=parts[0][0] or [gast.Pass()], type_comment=None))
