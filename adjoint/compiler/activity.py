@@ -57,7 +57,7 @@ def defined_names(stmt) -> set[str]:
     if isinstance(stmt, gast.Assign):
         return targets(stmt)
     if isinstance(stmt, gast.For):
-        return syntax.stored_names(stmt.target)
+        return _item_names(stmt.target, stmt.iter)
     if isinstance(stmt, gast.FunctionDef):
         return {stmt.name}
     return set()
@@ -103,3 +103,19 @@ def differentiable_operands(value) -> set[str]:
 def _default_names(function) -> set[str]:
     args = function.args
     return {d.id for d in args.defaults + args.kw_defaults if isinstance(d, gast.Name)}
+
+
+def _item_names(target, iterable) -> set[str]:
+    """The loop targets bound to items of what the loop walks (not `range` counters or
+    `enumerate` positions, which are ints)."""
+    if isinstance(iterable, gast.Call) and isinstance(iterable.func, gast.Name):
+        kind = iterable.func.id
+        if kind == "range":
+            return set()
+        if kind == "enumerate" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            return _item_names(target.elts[1], iterable.args[0])
+        if kind == "zip" and isinstance(target, gast.Tuple) and len(target.elts) == len(iterable.args):
+            return set().union(*(_item_names(t, a) for t, a in zip(target.elts, iterable.args)))
+        if kind == "reversed" and iterable.args:
+            return _item_names(target, iterable.args[0])
+    return syntax.stored_names(target)

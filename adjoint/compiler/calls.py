@@ -33,6 +33,11 @@ class CallAdjoints:
         if callee.kind == resolve.PYTHON and call.keywords:
             _keywords_to_positions(call, callee.obj)
             self.ctx.rely_on(callee.text, callee.obj)  # the call now follows its signature
+        if callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method and any(
+            syntax.load_names(k.value) & self.varied for k in call.keywords
+        ):
+            self._keywords_through_mapping(stmt, target, call, callee)
+            return
         keywords = {k.arg: k.value for k in call.keywords}
         for key, value in keywords.items():
             if syntax.load_names(value) & self.varied:
@@ -126,7 +131,8 @@ class CallAdjoints:
                               "pass one `**dict`, or the differentiable values by position")
             return
         mapping = double[0] if double else syntax.const(None)
-        vjp_args = [call.func, syntax.tuple_(parts), syntax.const(tuple(spread)), mapping]
+        wrt = self._positions(parts + [mapping])
+        vjp_args = [syntax.const(wrt), call.func, syntax.tuple_(parts), syntax.const(tuple(spread)), mapping]
         vjp = syntax.call(f"{self.alias}.star_vjp", vjp_args, named)
         self._call_with_pullback(stmt, target, vjp, parts + [mapping], callee.text)
 
@@ -142,6 +148,19 @@ class CallAdjoints:
             return [syntax.assign(names[0], split)], [_item(syntax.name(names[0]), i) for i in range(2)]
 
         self._adjoint(stmt, target, operands, make)
+
+    def _keywords_through_mapping(self, stmt, target, call, callee):
+        """`f(x, a=y)` into a function taking `**kwargs`: as `f(x, **{"a": y})`, whose dict
+        `adj.star_vjp` differentiates."""
+        varied = [k for k in call.keywords if syntax.load_names(k.value) & self.varied]
+        mapping = self.ctx.namer.new(f"{callee.text.rsplit('.', 1)[-1]}_keywords")
+        display = gast.Dict(keys=[syntax.const(k.arg) for k in varied], values=[k.value for k in varied])
+        self.varied.add(mapping)
+        self.useful.add(mapping)
+        self.statement(anno.copy_origin(stmt, syntax.assign(mapping, display)))
+        others = [k for k in call.keywords if k not in varied]
+        spread = syntax.call(call.func, call.args, others + [gast.keyword(arg=None, value=syntax.name(mapping))])
+        self._star_call(stmt, target, spread, callee)
 
     def _positions(self, operands) -> tuple:
         return tuple(i for i, a in enumerate(operands) if isinstance(a, gast.Name) and a.id in self.varied)

@@ -141,10 +141,11 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
     elif registry.is_non_differentiable(fn):
         value, pullback = fn(*args, **kwargs), None
     else:
+        function = getattr(np, fn.__name__, None)
+        instead = f"call `np.{fn.__name__}` instead, or " if registry.lookup(function) is not None else ""
         raise RuleError(
             f"adjoint has no rule for the array method `{type(fn.__self__).__name__}.{fn.__name__}`: "
-            f"call the NumPy function instead, or register a rule for np.ndarray.{fn.__name__} "
-            "(it is called with the array first)"
+            f"{instead}register a rule for np.ndarray.{fn.__name__} (it is called with the array first)"
         )
     inputs = (*receiver, *args)
     if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list)):

@@ -97,6 +97,9 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
     if type(receiver) is dict and name in _DICT_METHODS:
         return _DICT_METHODS[name](receiver, *args, **kwargs)
     if 0 in wrt:
+        value = getattr(receiver, name)(*args, **kwargs)
+        if not _carries_gradient(value):  # `xs.count(x)`, `xs.index(x)`: nothing flows back
+            return value, lambda g: (None,) * (1 + len(args))
         raise RuleError(
             f"the gradient would have to flow into the `{type(receiver).__name__}` object whose method "
             f"`{name}` is called, and gradients with respect to objects are not supported yet: pass "
@@ -106,38 +109,37 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
     return value, lambda g: (None, *pullback(g))
 
 
-def star_vjp(fn, parts, spread, mapping, /, **named):
+def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
     """Call `fn(*parts, **mapping, **named)` with the parts at the positions `spread` unpacked,
-    as `f(a, *xs, **d)` does. The pullback returns one cotangent per part (a tuple or list for
-    an unpacked part) and a dict for `mapping` (None if it is None). `named` carry no gradient.
+    as `f(a, *xs, **d)` does. `wrt` holds the positions of the parts that carry gradients
+    (`len(parts)` for `mapping`). The pullback returns one cotangent per part (a tuple or list
+    for an unpacked part) and a dict for `mapping` (None if it is None). `named` carry none.
 
     >>> import numpy as np
     >>> def f(a, b, c=1.0):
     ...     return a * b * c
-    >>> value, back = star_vjp(f, (2.0, [3.0]), (1,), {"c": 4.0})
+    >>> value, back = star_vjp((0, 1, 2), f, (2.0, [3.0]), (1,), {"c": 4.0})
     >>> value, back(1.0)
     (24.0, (12.0, [8.0], {'c': 6.0}))
     """
     from . import vjp  # noqa: PLC0415
 
-    args, sizes = [], []
+    args, sizes, active = [], [], []
     for index, part in enumerate(parts):
-        if index in spread:
-            items = list(part)
-            args += items
-            sizes.append(len(items))
-        else:
-            args.append(part)
-            sizes.append(None)
+        items = list(part) if index in spread else [part]
+        active += [index in wrt] * len(items)
+        args += items
+        sizes.append(len(items) if index in spread else None)
     keywords = dict(mapping or {})
-    by_position = _keywords_by_position(fn, len(args), keywords)
+    by_position = _keywords_by_position(fn, len(args), keywords) if len(parts) in wrt else []
     args += [keywords.pop(key) for key in by_position]
-    wrt = tuple(i for i, a in enumerate(args) if _carries_gradient(a))
-    through_kwargs = [key for key, value in keywords.items() if _carries_gradient(value)]
+    active += [True] * len(by_position)
+    arg_wrt = tuple(i for i, a in enumerate(args) if active[i] and _carries_gradient(a))
+    through_kwargs = [k for k, v in keywords.items() if len(parts) in wrt and _carries_gradient(v)]
     if through_kwargs:  # `def f(**kw)`: differentiate with respect to the dict `kw` too
-        value, pullback = _kwargs_vjp(fn, wrt, args, keywords, named, through_kwargs)
+        value, pullback = _kwargs_vjp(fn, arg_wrt, args, keywords, named, through_kwargs)
     else:
-        value, pullback = vjp(wrt, fn, *args, **keywords, **named)
+        value, pullback = vjp(arg_wrt, fn, *args, **keywords, **named)
 
     def star_pullback(g):
         cotangents = list(pullback(g)) + [None] * len(args)

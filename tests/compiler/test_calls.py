@@ -211,9 +211,9 @@ def test_starred_call_goes_through_star_vjp(fn):
 
 def test_star_vjp_gets_the_parts_and_which_are_spread():
     text = adjoint.source(star_list_then_positional)
-    assert "adj.star_vjp(scale, (args, 2.0), (0,), None)" in text
+    assert "adj.star_vjp((0,), scale, (args, 2.0), (0,), None)" in text
     text = adjoint.source(double_star_positional_parameters)
-    assert "adj.star_vjp(scale, (x,), (), d)" in text
+    assert "adj.star_vjp((0, 1), scale, (x,), (), d)" in text
 
 
 def test_kwargs_gradient_reaches_the_dict_entries():
@@ -274,3 +274,38 @@ def test_call_adjoint_cannot_follow_is_refused_at_its_line(fn, message, line):
     (problem,) = info.value.problems
     assert problem.message.startswith(message)
     assert problem.line == fn.__code__.co_firstlineno + line
+
+
+def weighted_terms(**terms):
+    return sum(v * 2.0 for v in terms.values())
+
+
+def keywords_into_kwargs(x, y):
+    return np.sum(weighted_terms(a=x, b=y))
+
+
+def count_in_a_list(x, y):
+    items = [x, y]
+    return np.sum(x * items.count(y))
+
+
+def keyword_only(a, *, c=1.0):
+    return a * c
+
+
+def constant_keyword_only_through_mapping(x, y):
+    d = {"c": 3.0}
+    return np.sum(keyword_only(x, **d) * y)
+
+
+def test_differentiable_keywords_reach_a_kwargs_parameter():
+    check_grad(keywords_into_kwargs, X, Y)
+    assert "weighted_terms_keywords = {'a': x, 'b': y}" in adjoint.source(keywords_into_kwargs)
+
+
+def test_a_method_whose_result_carries_no_gradient_on_a_list_of_arrays():
+    check_grad(count_in_a_list, X, Y)
+
+
+def test_a_constant_keyword_only_argument_through_a_mapping():
+    check_grad(constant_keyword_only_through_mapping, X, Y)

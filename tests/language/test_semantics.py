@@ -1,6 +1,6 @@
 """Python semantics adjoint keeps or refuses: aliasing, late binding, unbound names, generators, with.
 
-Each test states one bug and asserts the correct behaviour: the gradient check passes (the
+Each test names a case a naive transform gets wrong and asserts the correct behaviour: the gradient check passes (the
 value equals the plain call's, the gradient matches finite differences, nothing is mutated), or
 adjoint refuses the function with an `adjoint.AdjointError` (a `TransformError` for the source).
 A silent wrong answer is never acceptable.

@@ -181,6 +181,9 @@ def test_dict_keys_carry_no_gradient():
     assert back(None) == (None,)
 
 
+ALL = tuple(range(8))  # every part, and the mapping, carries gradients
+
+
 # ---- method_vjp: other objects ------------------------------------------------------------------
 
 
@@ -207,13 +210,13 @@ def test_method_of_an_object_that_would_need_a_gradient_is_refused(receiver, nam
 
 
 def test_star_vjp_gives_one_cotangent_per_part_and_a_dict_for_the_mapping():
-    value, back = adj.star_vjp(scale, (2.0, [3.0]), (1,), {"c": 4.0})
+    value, back = adj.star_vjp(ALL, scale, (2.0, [3.0]), (1,), {"c": 4.0})
     assert value == 24.0
     assert back(1.0) == (12.0, [8.0], {"c": 6.0})
 
 
 def test_star_vjp_keeps_the_type_of_each_spread_part():
-    _, back = adj.star_vjp(total, ((X, Y), [2.0], 1.0), (0, 1), None)
+    _, back = adj.star_vjp(ALL, total, ((X, Y), [2.0], 1.0), (0, 1), None)
     spread_tuple, spread_list, plain, mapping_bar = back(np.ones(2))
     assert type(spread_tuple) is tuple and len(spread_tuple) == 2
     assert spread_list == [2.0] and plain == 2.0
@@ -222,7 +225,7 @@ def test_star_vjp_keeps_the_type_of_each_spread_part():
 
 
 def test_star_vjp_binds_mapping_keys_to_positional_parameters():
-    value, back = adj.star_vjp(scale, (X,), (), {"b": Y, "c": 2.0})
+    value, back = adj.star_vjp(ALL, scale, (X,), (), {"b": Y, "c": 2.0})
     np.testing.assert_allclose(value, X * Y * 2.0)
     x_bar, d_bar = back(np.ones(2))
     np.testing.assert_allclose(x_bar, 2 * Y)
@@ -232,19 +235,19 @@ def test_star_vjp_binds_mapping_keys_to_positional_parameters():
 
 
 def test_star_vjp_named_keywords_carry_no_gradient():
-    value, back = adj.star_vjp(scale, (2.0, 3.0), (), None, c=5.0)
+    value, back = adj.star_vjp(ALL, scale, (2.0, 3.0), (), None, c=5.0)
     assert value == 30.0
     assert back(1.0) == (15.0, 10.0, None)
 
 
 def test_star_vjp_reaches_a_kwargs_parameter():
-    value, back = adj.star_vjp(weighted, (), (), {"a": 1.5, "b": 2.0, "c": 3.0})
+    value, back = adj.star_vjp(ALL, weighted, (), (), {"a": 1.5, "b": 2.0, "c": 3.0})
     assert value == 9.0
     assert back(1.0) == ({"a": 2.0, "b": 3.0, "c": 2.0},)
 
 
 def test_star_vjp_through_kwargs_next_to_positional_parameters():
-    _, back = adj.star_vjp(with_options, (X,), (), {"w": Y, "tag": "label"})
+    _, back = adj.star_vjp(ALL, with_options, (X,), (), {"w": Y, "tag": "label"})
     x_bar, d_bar = back(np.ones(2))
     np.testing.assert_allclose(x_bar, Y)
     np.testing.assert_allclose(d_bar["w"], X)
@@ -253,7 +256,7 @@ def test_star_vjp_through_kwargs_next_to_positional_parameters():
 
 def test_star_vjp_refuses_a_float_keyword_a_function_cannot_take_a_gradient_through():
     with pytest.raises(RuleError, match="`out=` cannot receive gradients through `multiply`"):
-        adj.star_vjp(np.multiply, (X, 2.0), (), {"out": Y.copy()})
+        adj.star_vjp(ALL, np.multiply, (X, 2.0), (), {"out": Y.copy()})
 
 
 # ---- unconcat -----------------------------------------------------------------------------------
