@@ -99,7 +99,8 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
     if 0 in wrt:
         value = getattr(receiver, name)(*args, **kwargs)
         if not _carries_gradient(value):  # `xs.count(x)`, `xs.index(x)`: nothing flows back
-            return value, lambda g: (None,) * (1 + len(args))
+            inputs = (receiver, *args)
+            return value, lambda g: tuple(zeros_like(v) if i in wrt else None for i, v in enumerate(inputs))
         raise RuleError(
             f"the gradient would have to flow into the `{type(receiver).__name__}` object whose method "
             f"`{name}` is called, and gradients with respect to objects are not supported yet: pass "
