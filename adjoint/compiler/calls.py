@@ -82,8 +82,13 @@ class CallAdjoints:
             return
         self.forward.append(stmt)
         self.forward.extend(anno.copy_origin(stmt, inlined.forward))
+        results = list(inlined.results)
+        if rule.partials is not None:  # an operand that may be a tuple: refused at run time
+            for i, arg in enumerate(args):
+                if results[i] is not None and isinstance(arg, gast.Name) and arg.id not in self.numbers and not _unbroadcasts(results[i]):
+                    results[i] = syntax.call(f"{self.alias}.unbroadcast", [results[i], arg])
 
-        self._adjoint(stmt, target, args, lambda bar: (inlined.body, inlined.results))
+        self._adjoint(stmt, target, args, lambda bar: (inlined.body, results))
 
     def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
         rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
@@ -226,6 +231,10 @@ def _describe(obj) -> str:
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     return f"{module}.{name}" if name else repr(obj)
 
+
+
+def _unbroadcasts(expr) -> bool:
+    return isinstance(expr, gast.Call) and (syntax.dotted(expr.func) or "").endswith(".unbroadcast")
 
 
 def _concatenation(rule, args, sequences) -> bool:

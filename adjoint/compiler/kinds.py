@@ -61,3 +61,44 @@ def numeric_names(body, active: set[str]) -> set[str]:
 
 def _is_runtime_call(value, name) -> bool:
     return isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) is getattr(runtime, name, None)
+
+
+def certain_numbers(body, params: set[str]) -> set[str]:
+    """Names certainly holding numbers or arrays, never tuples or lists: the differentiated
+    parameters (the API accepts only floats and arrays for them), and results of arithmetic
+    with, NumPy functions of, and items of such names. Anything else (what a user function
+    returned, an item of a list) may be a sequence, on which an elementwise rule's math would
+    be wrong. Loops make definitions circular: start from every name and drop the doubtful."""
+    statements = [s for s in syntax.statements(body) if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
+    definitions: dict = {}
+    for stmt in statements:
+        definitions.setdefault(stmt.targets[0].id, []).append(stmt.value)
+    certain = set(params) | set(definitions)
+    while True:
+        doubtful = {n for n, values in definitions.items() if n in certain and not all(_makes_number(v, certain) for v in values)}
+        if not doubtful:
+            return certain
+        certain -= doubtful
+
+
+def _makes_number(value, certain) -> bool:
+    if isinstance(value, gast.Constant):
+        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+    if isinstance(value, gast.Name):
+        return value.id in certain
+    if isinstance(value, gast.BinOp):  # an array or a float with a tuple: an array, or an error
+        return any(_makes_number(o, certain) and not _is_int_constant(o) for o in (value.left, value.right))
+    if isinstance(value, gast.UnaryOp):
+        return _makes_number(value.operand, certain)
+    if isinstance(value, gast.Subscript):
+        return _makes_number(value.value, certain)
+    callee = anno.get(value, anno.CALLEE)
+    obj = getattr(callee, "obj", None)
+    module = getattr(obj, "__module__", None) or type(obj).__module__ or ""
+    return isinstance(value, gast.Call) and callee is not None and callee.rule is not None and (
+        module.split(".")[0] in ("numpy", "math") or callee.rule.partials is not None
+    )
+
+
+def _is_int_constant(node) -> bool:
+    return isinstance(node, gast.Constant) and isinstance(node.value, int)

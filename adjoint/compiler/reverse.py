@@ -79,6 +79,8 @@ class _Reverse(calls.CallAdjoints):
         self.varied = anno.get(node, anno.VARIED)
         self.useful = anno.get(node, anno.USEFUL)
         self.sequences = kinds.sequence_names(node.body)
+        params = [a.id for a in node.args.posonlyargs + node.args.args]
+        self.numbers = kinds.certain_numbers(node.body, {params[i] for i in ctx.wrt if isinstance(i, int) and i < len(params)})
         self.cot = _Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
