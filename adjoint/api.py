@@ -324,7 +324,9 @@ def _unit(value, f):
             f"grad needs {_name(f)} to return a float scalar, but it returned {kind}. "
             "For other outputs use adjoint.pullback(f, *args) and pass a cotangent to back()."
         )
-    return np.ones_like(value) if isinstance(value, (np.ndarray, np.generic)) else type(value)(1)
+    if isinstance(value, np.generic):
+        return type(value)(1)  # a NumPy scalar, not a 0-d array: scalar code stays on fast paths
+    return np.ones_like(value) if isinstance(value, np.ndarray) else type(value)(1)
 
 
 def _positions(wrt):

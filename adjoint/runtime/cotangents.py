@@ -67,11 +67,14 @@ def add(a, b):
 
 # ---- broadcasting and reductions -------------------------------------------------------------
 
+_FLOAT64 = (float, np.float64)
+
+
 def unbroadcast(g, x):
     """Sum `g` over the axes NumPy broadcast `x` along, and cast it to `x`'s float dtype."""
     if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
         return g
-    if type(g) is float and type(x) is float:
+    if type(x) in _FLOAT64 and type(g) in _FLOAT64:  # scalar loops: the common case, kept cheap
         return g
     if type(x) is tuple or type(x) is list:
         raise RuleError(

@@ -75,7 +75,9 @@ def scatter_add(buffer, index, value) -> None:
     if value is None:
         return
     if isinstance(buffer, np.ndarray):
-        if _is_advanced(index):
+        if type(index) is int and type(value) in (float, np.float64) and buffer.ndim == 1:
+            buffer[index] += value  # one item of a vector: the common case in loops, kept cheap
+        elif _is_advanced(index):
             np.add.at(buffer, index, value)  # `buffer[index] += value` would keep one of the repeats
         else:
             buffer[index] += unbroadcast(value, buffer[index])
