@@ -301,6 +301,12 @@ class _Reverse(calls.CallAdjoints):
             if isinstance(default, gast.Name) and default.id in self.varied:
                 keys.append(param.id)  # a default value: its cotangent is keyed by the parameter
                 captured.append(default.id)
+        for default in function.args.kw_defaults:
+            if isinstance(default, gast.Name) and default.id in self.varied:
+                self.ctx.problem(
+                    function, "the default value of a keyword-only parameter cannot carry a gradient yet",
+                    "make the parameter positional, or pass the value when calling",
+                )
         operands = [syntax.name(c) for c in captured]
 
         def make(bar):

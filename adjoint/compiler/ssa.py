@@ -199,7 +199,9 @@ class _SSA:
     # ---- loops ------------------------------------------------------------------------------
 
     def _loop(self, loop, current, later) -> list:
-        again = _loads_in(loop)  # read again by the next iteration (before any renaming)
+        # what the next iteration reads before assigning it (computed before any renaming)
+        again = _exposed(loop.body, syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set())
+        again |= syntax.load_names(_header(loop))
         if isinstance(loop, gast.For):
             _Rename(current).visit(loop.iter)
         targets = syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set()
@@ -325,7 +327,7 @@ class _Rename(gast.NodeTransformer):
         return node
 
     def visit_FunctionDef(self, node):
-        for default in node.args.defaults + node.decorator_list:
+        for default in syntax.default_values(node) + node.decorator_list:
             self.visit(default)
         if self.stores is None and node.name in self.mapping:
             node.name = self.mapping[node.name]
@@ -333,7 +335,7 @@ class _Rename(gast.NodeTransformer):
         return node
 
     def visit_Lambda(self, node):
-        for default in node.args.defaults:
+        for default in syntax.default_values(node):
             self.visit(default)
         node.body = self._visit_nested(node, [node.body])[0]
         return node

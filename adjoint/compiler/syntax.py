@@ -267,6 +267,11 @@ def is_break_check(stmt) -> bool:
     )
 
 
+def default_values(function) -> list:
+    """The default value expressions of a function's or lambda's parameters, keyword-only too."""
+    return list(function.args.defaults) + [d for d in function.args.kw_defaults if d is not None]
+
+
 def walk_local(node):
     """Like `gast.walk`, without entering the bodies of nested functions and lambdas (their
     names are their own); a nested function's defaults and decorators are entered."""
@@ -275,7 +280,7 @@ def walk_local(node):
         current = todo.pop()
         yield current
         if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
-            todo.extend(current.args.defaults + [d for d in current.args.kw_defaults if d])
+            todo.extend(default_values(current))
             todo.extend(getattr(current, "decorator_list", []))
             continue
         todo.extend(gast.iter_child_nodes(current))
@@ -315,6 +320,6 @@ def _walk_body(stmt):
     """`walk_local` over a statement of a function body, a nested definition included as a node."""
     if isinstance(stmt, gast.FunctionDef):
         yield stmt
-        yield from (n for d in stmt.args.defaults + stmt.decorator_list for n in walk_local(d))
+        yield from (n for d in default_values(stmt) + stmt.decorator_list for n in walk_local(d))
         return
     yield from walk_local(stmt)

@@ -276,7 +276,7 @@ class unbound:  # noqa: N801  (reads as a call in generated code: `y = adj.unbou
     __index__ = __array__ = __neg__ = __pos__ = __abs__ = __invert__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
     __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __mod__ = __rmod__ = __floordiv__ = _fail
-    __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = __str__ = __format__ = _fail
 
     def __repr__(self):
         return f"adj.unbound({self.name!r})"

@@ -342,3 +342,27 @@ def test_closure_that_would_see_a_later_value_is_refused(f):
 
 def test_capture_reassigned_after_its_last_call_is_differentiated():
     check_grad(capture_reassigned_after_last_call, np.array([0.5, -1.0]), np.array([2.0, 0.3]))
+
+
+def keyword_only_default_rebound(x):
+    a = x * 1.0
+    a = a * 3.0
+
+    def g(v, *, s=a):
+        return v * s
+
+    return np.sum(g(x))
+
+
+def keyword_only_default_of_a_constant(x):
+    def g(v, *, s=3.0):
+        return v * s
+
+    return np.sum(g(x))
+
+
+def test_keyword_only_default_reads_the_binding_at_the_def():
+    # The default is the value `a` has when `g` is defined (3x), not its first binding.
+    with pytest.raises(adjoint.TransformError, match="keyword-only parameter"):
+        adjoint.grad(keyword_only_default_rebound)(np.array([1.0, 2.0]))
+    check_grad(keyword_only_default_of_a_constant, np.array([1.0, 2.0]))

@@ -775,3 +775,34 @@ def test_keyword_refusal_points_at_the_keyword():
     except adjoint.TransformError as error:
         call_line = passes_keywords.__code__.co_firstlineno + 1
         assert all(p.line == call_line for p in error.problems), str(error)
+
+
+def compares_a_name_bound_on_one_path(x, flag):
+    if flag:
+        y = x * 2.0
+    if y == 3.0:
+        return x
+    return x * y
+
+
+def test_comparing_an_unbound_name_fails_as_in_python():
+    """`==` on a name no path bound must raise, not compare a placeholder."""
+    with pytest.raises(UnboundLocalError):
+        adjoint.grad(compares_a_name_bound_on_one_path)(1.5, False)
+    check_grad(compares_a_name_bound_on_one_path, 1.2, True)
+
+
+def branch_temporaries_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+        if i % 2:
+            s = s + x * i
+        else:
+            s = s - x
+    return s
+
+
+def test_temporaries_of_one_arm_are_not_placeholders_in_other_arms():
+    """A value computed and used inside one arm needs no `adj.unbound` in the other arm."""
+    check_grad(branch_temporaries_in_a_loop, 0.7)
+    assert "unbound" not in adjoint.source(branch_temporaries_in_a_loop)
