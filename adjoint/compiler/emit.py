@@ -42,7 +42,8 @@ def _commented(body, ctx, previous=None):
     out = []
     for stmt in body:
         origin = anno.get(stmt, anno.ORIGIN)
-        if origin is not None and origin != previous and not isinstance(stmt, gast.FunctionDef):
+        # a copy where control flow joins belongs to the statement before it, not to its origin
+        if origin is not None and origin != previous and not isinstance(stmt, gast.FunctionDef) and not anno.get(stmt, anno.PHI):
             out.append(syntax.comment(f"line {origin}: {_user_line(ctx, origin)}"))
             previous = origin
         out.append(stmt)

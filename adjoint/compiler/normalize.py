@@ -337,7 +337,8 @@ class _Normalizer:
         if lowered is not None:
             return lowered
         rhs = self.rhs(folded, hint)
-        temp = self.ctx.namer.new(hint if name_whole else f"{hint}_{_tag(folded)}")
+        tag = _tag(folded)
+        temp = self.ctx.namer.new(hint if name_whole or hint.endswith(tag) else f"{hint}_{tag}")
         self._emit(syntax.assign(temp, rhs))
         return syntax.name(temp)
 
