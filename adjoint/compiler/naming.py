@@ -11,6 +11,8 @@ from __future__ import annotations
 import builtins
 import keyword
 
+import gast
+
 
 class Namer:
     """Hands out names unused in the function and among the names it was seeded with."""
@@ -36,3 +38,12 @@ class Namer:
 def _clean(base: str) -> str:
     text = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "value"
     return "_" + text if text[0].isdigit() else text
+
+
+# How a temporary is tagged after the operation that makes it: `h_matmul` in `h = x @ W + b`.
+OPERATOR_TAGS = {
+    gast.Add: "add", gast.Sub: "sub", gast.Mult: "mul", gast.Div: "div", gast.FloorDiv: "floordiv",
+    gast.Mod: "mod", gast.Pow: "pow", gast.MatMult: "matmul", gast.USub: "neg", gast.UAdd: "pos",
+    gast.Not: "not", gast.Invert: "invert", gast.LShift: "lshift", gast.RShift: "rshift",
+    gast.BitAnd: "and", gast.BitOr: "or", gast.BitXor: "xor",
+}

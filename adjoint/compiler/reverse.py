@@ -346,7 +346,7 @@ class _Reverse(calls.CallAdjoints):
 
     def _subscript(self, stmt, target, value):
         self.forward.append(stmt)
-        index = _index_value(value.slice, self.ctx.reach("slice", slice))
+        index = syntax.index_expression(value.slice, self.ctx.reach("slice", slice))
 
         def make(bar):
             buffered = isinstance(value.value, gast.Name) and loops.buffered_contribution(
@@ -374,16 +374,6 @@ class _Position:
 
 def _item(value, index):
     return syntax.subscript(value, index)
-
-
-def _index_value(index, slice_name):
-    """An index as an ordinary expression: `1:3` becomes `slice(1, 3, None)`."""
-    if isinstance(index, gast.Slice):
-        parts = [syntax.const(None) if p is None else p for p in (index.lower, index.upper, index.step)]
-        return syntax.call(slice_name, parts)
-    if isinstance(index, gast.Tuple):
-        return syntax.tuple_([_index_value(e, slice_name) for e in index.elts])
-    return index
 
 
 def _plain_arguments(args: gast.arguments) -> gast.arguments:

@@ -323,3 +323,31 @@ def _walk_body(stmt):
         yield from (n for d in default_values(stmt) + stmt.decorator_list for n in walk_local(d))
         return
     yield from walk_local(stmt)
+
+
+def target_names(target) -> list[str]:
+    """The names an assignment target binds, in order (`a, (b, *c)` -> a, b, c)."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, gast.Starred):
+        return target_names(target.value)
+    if not isinstance(target, (gast.Tuple, gast.List)):
+        return [target_root(target)]
+    return [n for element in target.elts for n in target_names(element)]
+
+
+def target_root(target) -> str:
+    """The name at the root of an assignment target: `y` in `y[i][j]` or `y.field`."""
+    while isinstance(target, (gast.Subscript, gast.Attribute)):
+        target = target.value
+    return target.id if isinstance(target, gast.Name) else "item"
+
+
+def index_expression(index, slice_name):
+    """An index as an ordinary expression: `1:3` becomes `slice(1, 3, None)`."""
+    if isinstance(index, gast.Slice):
+        parts = [const(None) if p is None else p for p in (index.lower, index.upper, index.step)]
+        return call(slice_name, parts)
+    if isinstance(index, gast.Tuple):
+        return tuple_([index_expression(e, slice_name) for e in index.elts])
+    return index
