@@ -292,7 +292,7 @@ def test_zip_scatters_each_sequence_into_its_own_buffer():
 def test_nested_loops_scatter_into_the_outermost_buffer():
     text = adjoint.source(nested_indexed, wrt=0)
     assert text.count("adj.buffer_like(x)") == 1
-    assert "adj.scatter_add(x_bar_parts, (i, j_1), " in text and "adj.scatter_add(x_bar_parts, (j_1, i), " in text
+    assert "adj.scatter_add(x_bar_parts, (i, j), " in text and "adj.scatter_add(x_bar_parts, (j, i), " in text
 
 
 def test_an_array_defined_inside_the_loop_is_not_buffered():
