@@ -220,9 +220,9 @@ def test_the_branch_taken_is_recorded_not_the_values_of_the_arms():
     node, pullback = generated(branch_in_loop, (0,))
     (loop,) = forward_loops(node)
     names = recorded(appends(loop)[0])
-    assert "cond_cond" in names and "t" not in names
+    assert "cond" in names and "t" not in names
     (back,) = pullback_loops(pullback).values()
-    assert any(isinstance(s, gast.If) and syntax.unparse(s.test) == "cond_cond" for s in back.body)
+    assert any(isinstance(s, gast.If) and syntax.unparse(s.test) == "cond" for s in back.body)
 
 
 def test_the_tape_is_appended_before_the_back_edge_copies_and_the_break():
