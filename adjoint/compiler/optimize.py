@@ -20,7 +20,8 @@ from .context import Context
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Drop dead assignments from the pullback closure nested in `node`, and dead copies that
     `ssa` made where control flow joins."""
-    pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef))
+    pullback_name = node.body[-1].value.elts[1].id  # `return (value, f_pullback)`
+    pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef) and s.name == pullback_name)
     pullback.body = _without_dead_assignments(pullback.body, set())
     _drop_dead_copies(node)
     return node
