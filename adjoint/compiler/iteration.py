@@ -61,6 +61,10 @@ class Iteration:
     def _iterable(self, expr):
         """`range(n)`, `enumerate(xs)`, `zip(a, b)`, `reversed(xs)` kept as calls of atoms (the
         pullback reads their structure), anything else an atom."""
+        if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) and expr.func.id == "enumerate" and (
+            [k.arg for k in expr.keywords] == ["start"] and len(expr.args) == 1
+        ):
+            expr = syntax.call(expr.func, expr.args + [expr.keywords[0].value])  # `enumerate(xs, start=1)`
         if isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) and not expr.keywords:
             builtin = _ITERATORS.get(expr.func.id)
             if builtin is not None and expr.func.id not in self.local_names and self.ctx.lookup_global(expr.func.id) is builtin:

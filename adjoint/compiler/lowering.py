@@ -18,7 +18,6 @@ Before:  y = a if c > 0 else b             After:  y_cond = c > 0
 from __future__ import annotations
 
 import gast
-import numpy as np
 
 from . import syntax
 
@@ -117,23 +116,28 @@ class Lowering:
             else:
                 self._emit(syntax.assign(result, syntax.call(f"{alias}.append", [syntax.name(result), element])))
 
-        def loop(generators):
+        def loop(generators, bound):
             generator, *rest = generators
-            iterable = self._iterable(syntax.substitute(generator.iter, renamed))
+            # a generator's iterable sees only the variables of the generators before it
+            iterable = self._iterable(syntax.substitute(generator.iter, {k: renamed[k] for k in bound}))
+            target, unpacked = self._loop_target(syntax.substitute(generator.target, renamed), iterable)
+            names = bound | syntax.stored_names(generator.target)
 
             def body():
+                for element, item in unpacked:
+                    self._assign([element], syntax.name(item))
+
                 def filtered(conditions):
                     if not conditions:
-                        return loop(rest) if rest else innermost()
+                        return loop(rest, names) if rest else innermost()
                     test = self.atom(syntax.substitute(conditions[0], renamed), result)
                     self._emit(gast.If(test=test, body=self.nested(lambda: filtered(conditions[1:])), orelse=[]))
 
                 filtered(list(generator.ifs))
 
-            target = syntax.substitute(generator.target, renamed)
             self._emit(gast.For(target=target, iter=iterable, body=self.nested(body), orelse=[], type_comment=None))
 
-        loop(expr.generators)
+        loop(expr.generators, set())
         return syntax.name(result)
 
     def _consumes(self, call) -> bool:
@@ -150,8 +154,7 @@ class Lowering:
 
 _UNBOUND = object()
 
-_CONSUMERS = (sum, list, tuple, max, min, any, all, sorted, dict, set, np.stack, np.array, np.asarray,
-              np.concatenate, np.hstack, np.vstack)
+_CONSUMERS = (sum, list, tuple, max, min, any, all, sorted, dict, set)  # NumPy wants sequences
 
 
 def _is_builtin_sum_of_generator(call, normalizer) -> bool:

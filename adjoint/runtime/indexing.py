@@ -155,6 +155,8 @@ def setitem_bar(g, x, index, value):
     _refuse_repeated(x, index)
     x_bar = np.array(g)
     x_bar[index] = 0
+    if np.asarray(x).dtype.kind not in "fc":  # written into ints or bools: truncated, no gradient
+        return x_bar, zeros_like(value)
     return x_bar, _value_bar(np.asarray(g)[index], value)
 
 
