@@ -141,6 +141,8 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     known = facts.aliases
     origins = known.origins(updated)
     roots = known.roots(updated)
+    if origins and all(isinstance(d.value, gast.Tuple) for d in origins):
+        return None  # a tuple: `t += (v,)` always makes a new one, in Python too
     item_reads = [d for d in origins if anno.get(d, anno.ITEM_READ)]
     others = set().union(*(known.classes.get(n, {n}) for n in roots | {updated})) - roots - {updated}
     if updated in known.contained or roots & known.contained:

@@ -41,7 +41,7 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         return value, lambda g: (None, *pullback(g))
     forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured))
     value, pullback = forward(*args, **kwargs)
-    count = len(args) if fn.__code__.co_flags & inspect.CO_VARARGS else fn.__code__.co_argcount
+    count = _positional_count(fn, len(args))
 
     def closure_pullback(g):
         cotangents = tuple(pullback(g))
@@ -175,12 +175,13 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     if not (isinstance(function, types.FunctionType) and function.__code__.co_flags & inspect.CO_VARKEYWORDS):
         raise RuleError(
             f"the differentiable values passed as {', '.join(f'`{k}=`' for k in keys)} cannot receive "
-            f"gradients through `{getattr(fn, '__name__', fn)}`: pass them by position"
+            f"gradients through `{getattr(fn, '__name__', fn)}`: keyword-only parameters carry no "
+            "gradients yet; make them ordinary parameters"
         )
     bound = (fn.__self__,) if isinstance(fn, types.MethodType) else ()
     forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",))
     value, pullback = forward(*bound, *args, **keywords, **named)
-    count = len(bound) + (len(args) if function.__code__.co_flags & inspect.CO_VARARGS else function.__code__.co_argcount - len(bound))
+    count = _positional_count(function, len(bound) + len(args))
 
     def kwargs_pullback(g):
         cotangents = tuple(pullback(g))
@@ -189,18 +190,36 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     return value, kwargs_pullback
 
 
+def _positional_count(function, passed: int) -> int:
+    """How many positional cotangents the generated pullback of `function` returns when it is
+    called with `passed` positional arguments: one per parameter, and per extra `*args` item."""
+    code = function.__code__
+    if code.co_flags & inspect.CO_VARARGS:
+        return max(passed, code.co_argcount)
+    return code.co_argcount
+
+
 def _keywords_by_position(fn, count, keywords) -> list:
-    """The keywords that name `fn`'s positional parameters after the first `count`, in order."""
+    """The positional parameters of `fn` after the first `count`, up to the last one `keywords`
+    name, in order: those named are passed by position (so they can carry gradients), those
+    skipped are filled in `keywords` with their defaults. Empty for other callables."""
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if not isinstance(target, types.FunctionType):
         return []
     code = target.__code__
-    names = code.co_varnames[count + (1 if isinstance(fn, types.MethodType) else 0) : code.co_argcount]
-    moved = []
-    for name in names:
+    skip = 1 if isinstance(fn, types.MethodType) else 0
+    names = code.co_varnames[count + skip : code.co_argcount]
+    named = [i for i, name in enumerate(names) if name in keywords]
+    if not named:
+        return []
+    defaults = dict(zip(code.co_varnames[code.co_argcount - len(target.__defaults__ or ()) : code.co_argcount],
+                        target.__defaults__ or ()))
+    moved = list(names[: named[-1] + 1])
+    for name in moved:
         if name not in keywords:
-            break
-        moved.append(name)
+            if name not in defaults:
+                return []  # a required parameter is missing: let the call fail as Python's would
+            keywords[name] = defaults[name]
     return moved
 
 
