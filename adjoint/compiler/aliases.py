@@ -26,6 +26,8 @@ _VIEWS = {id(f) for f in (np.reshape, np.transpose, np.ravel, np.squeeze, np.exp
                           np.moveaxis, np.broadcast_to, np.asarray, np.asanyarray, np.diagonal,
                           np.real, np.imag, np.ndarray.T, np.atleast_1d, np.atleast_2d, np.atleast_3d)}
 _FRESH_MODULES = {"numpy", "math", "builtins", "operator", "_operator"}
+# Built-ins that return one of their arguments, or a new container holding their items.
+_SHARING = {id(f) for f in (max, min, list, tuple, sorted, dict, iter, next, reversed)}
 
 
 @dataclasses.dataclass
@@ -67,10 +69,36 @@ class Aliases:
                 found |= self.roots(definition.value.id, seen)
         return found
 
-    def shares(self, name) -> bool:
-        """Whether updating `name`'s value in place would show through another name."""
-        group = set().union(*(self.classes.get(n, {n}) for n in self.roots(name) | {name}))
-        return len(group) > 1 or name in self.contained or bool(self.roots(name) & self.loop_items)
+    def sharing(self, name) -> set:
+        """The other names whose values may share memory with `name`'s: its aliases, the
+        containers holding it (and what was read out of them), and the later versions `ssa`
+        copies of all of these (but not `name`'s own versions, which see the update anyway)."""
+        own = {name} | self.roots(name)
+        found, todo = set(own), list(own)
+        while todo:
+            current = todo.pop()
+            linked = set(self.classes.get(current, {current}))
+            if current in self.contained:
+                linked |= self.holders  # an item updated in place shows through its containers
+            for other in linked - found:
+                found.add(other)
+                todo.append(other)
+        others = found - own
+        return others | set().union(*(self.versions(n) for n in others))
+
+    def versions(self, name) -> set:
+        """The names `ssa`'s copies make of `name` later (after a join, after a loop)."""
+        found, todo = set(), [name]
+        while todo:
+            current = todo.pop()
+            for target, definitions in self.definitions.items():
+                if target not in found and any(
+                    anno.get(d, anno.PHI) and isinstance(d.value, gast.Name) and d.value.id == current
+                    for d in definitions
+                ):
+                    found.add(target)
+                    todo.append(target)
+        return found
 
 
 def analyse(statements, loops) -> Aliases:
@@ -90,6 +118,12 @@ def analyse(statements, loops) -> Aliases:
             for name in merged:
                 classes[name] = merged
     loop_items = set().union(*(syntax.stored_names(loop.target) for loop in loops))
+    for loop in loops:  # an item of an array the loop walks is a view of it
+        walked = {n.id for n in gast.walk(loop.iter) if isinstance(n, gast.Name)}
+        group = walked | syntax.stored_names(loop.target)
+        merged = set().union(*(classes.get(n, {n}) for n in group))
+        for name in merged:
+            classes[name] = merged
     holders = set()
     while True:  # a version of a holder holds what it held
         before = len(holders)
@@ -118,9 +152,9 @@ def aliased_by(stmt) -> set[str]:
         callee = anno.get(value, anno.CALLEE)
         queried = callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE  # x.shape
         return set() if queried else {value.value.id}
-    if isinstance(value, gast.Call) and _fresh_method(value):
+    if isinstance(value, gast.Call) and _fresh_method(value) and not _no_copy(value):
         return set()
-    if isinstance(value, gast.Call) and not returns_new_array(anno.get(value, anno.CALLEE)):
+    if isinstance(value, gast.Call) and (not returns_new_array(anno.get(value, anno.CALLEE)) or _no_copy(value)):
         return {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
     return set()
 
@@ -164,7 +198,15 @@ def is_fresh(definition) -> bool:
     value = definition.value
     if isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant, gast.List, gast.Dict)):
         return True
-    return isinstance(value, gast.Call) and (returns_new_array(anno.get(value, anno.CALLEE)) or _fresh_method(value))
+    return isinstance(value, gast.Call) and not _no_copy(value) and (
+        returns_new_array(anno.get(value, anno.CALLEE)) or _fresh_method(value)
+    )
+
+
+def _no_copy(call) -> bool:
+    """`np.array(y, copy=False)`, `y.astype(t, copy=False)`: may return `y` itself."""
+    return any(k.arg == "copy" and not (isinstance(k.value, gast.Constant) and k.value.value is True)
+               for k in call.keywords)
 
 
 def returns_new_array(callee) -> bool:
@@ -174,4 +216,4 @@ def returns_new_array(callee) -> bool:
     module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or ""
     if module == "adjoint.runtime":
         return True  # `adj.setitem` and `adj.append` build new containers
-    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS
+    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS | _SHARING

@@ -144,12 +144,10 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     if origins and all(isinstance(d.value, gast.Tuple) for d in origins):
         return None  # a tuple: `t += (v,)` always makes a new one, in Python too
     item_reads = [d for d in origins if anno.get(d, anno.ITEM_READ)]
-    others = set().union(*(known.classes.get(n, {n}) for n in roots | {updated})) - roots - {updated}
-    if updated in known.contained or roots & known.contained:
-        others |= known.holders
+    others = known.sharing(updated)
     for d in item_reads:
         if d.value.value.id in known.holders:  # `lst[0][0] = v` may update what another name holds
-            others |= known.contained
+            others |= known.contained | set().union(*(known.sharing(n) for n in known.contained))
     seen_later = sorted(n for n in others if _read_after(n, index, facts))
     views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads]
     if roots & known.loop_items:
