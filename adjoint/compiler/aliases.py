@@ -155,7 +155,9 @@ def aliased_by(stmt) -> set[str]:
     if isinstance(value, gast.Call) and _fresh_method(value) and not _no_copy(value):
         return set()
     if isinstance(value, gast.Call) and (not returns_new_array(anno.get(value, anno.CALLEE)) or _no_copy(value)):
-        return {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+        receiver = syntax.root_name(value.func) if getattr(anno.get(value, anno.CALLEE), "method", False) else None
+        names = {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+        return names | ({receiver} if receiver else set())  # `w = o.step()` may return what `o` holds
     return set()
 
 

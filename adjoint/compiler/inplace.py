@@ -25,7 +25,8 @@ import types
 import gast
 import numpy as np
 
-from . import aliases, resolve, syntax
+from ..errors import AdjointError
+from . import aliases, kinds, resolve, syntax
 from . import annotations as anno
 from .context import Context
 
@@ -49,6 +50,7 @@ class _Facts:
     chains: list  # per statement, the [first, last] statements of the loops around it
     statements: list  # the simple statements, in order
     immutable: set[str]  # names certainly holding numbers, bools or strings (loop counters)
+    numbers: set[str]  # names certainly holding numbers or arrays (`kinds.certain_numbers`)
     modules: set[str]  # free names bound to modules (`np` is not updated by `np.random.shuffle`)
     global_arrays: set[str]  # locals holding a module-level array the forward pass read
 
@@ -67,6 +69,8 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         chains=chains,
         statements=body,
         immutable=_immutable(node.body, body),
+        numbers=kinds.certain_numbers(node.body, {
+            p.id for i, p in enumerate(node.args.posonlyargs + node.args.args) if i in ctx.wrt}),
         modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
         | {ctx.runtime_alias},
         global_arrays={
@@ -108,7 +112,7 @@ def _simple_statements(body):
 def _problem(stmt, index, facts: _Facts, ctx):
     """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
     value = getattr(stmt, "value", None)
-    for updated in sorted(_updated_by(stmt, facts)):  # named as the user wrote it
+    for updated in sorted(_updated_by(stmt, facts, index)):  # named as the user wrote it
         if any(facts.first_read.get(n, index) < index for n in facts.aliases.classes.get(updated, {updated})):
             return (value, f"this updates `{updated}` after a differentiated operation used it, so the "
                     "pullback would see the updated values", f"update a copy instead, or update `{updated}` before it is used")
@@ -204,8 +208,8 @@ def _read_after(name, update, facts) -> bool:
     return False
 
 
-def _updated_by(stmt, facts: _Facts) -> set[str]:
-    """Names whose arrays `stmt` may update in place."""
+def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
+    """Names whose arrays `stmt` (at `index`) may update in place."""
     value = getattr(stmt, "value", None)
     if not isinstance(value, gast.Call):
         return set()
@@ -214,12 +218,65 @@ def _updated_by(stmt, facts: _Facts) -> set[str]:
     receiver = syntax.root_name(value.func) if isinstance(value.func, gast.Attribute) else None
     method_name = syntax.dotted(value.func).rsplit(".", 1)[-1]
     effect_only = _only_for_effect(stmt, facts.loaded)
-    if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS):
-        updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`
+    # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
+    # `o` anew, a later iteration would update what an earlier one returned
+    object_method = (
+        receiver not in facts.numbers and method_name not in _READING_METHODS and index is not None
+        and _invariant_in_a_loop(receiver, index, facts)
+    )
+    if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS or object_method):
+        updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
-    if effect_only and not pure:
-        updated |= {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+    arguments = {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+    if effect_only and not pure or _user_non_differentiable(callee) or _updates_its_arguments(callee):
+        updated |= arguments
     return updated - facts.immutable
+
+
+def _invariant_in_a_loop(name, index, facts) -> bool:
+    """Whether statement `index` is in a loop that neither binds nor assigns `name`."""
+    if name in facts.aliases.loop_items:
+        return False
+    definitions = [i for i, s in enumerate(facts.statements) if s in facts.aliases.definitions.get(name, [])]
+    return any(not any(first <= d <= last for d in definitions) for first, last in facts.chains[index])
+
+
+# Methods known to leave their receiver as it was.
+_READING_METHODS = {
+    "get", "items", "values", "keys", "count", "index", "copy", "astype", "sum", "mean", "max", "min",
+    "prod", "std", "var", "dot", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round",
+    "argmax", "argmin", "argsort", "any", "all", "cumsum", "cumprod", "tolist", "item",
+}
+
+
+def _user_non_differentiable(callee) -> bool:
+    """A function the user declared non-differentiable: adjoint cannot see whether it updates
+    its arguments, so it may."""
+    if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
+        return False
+    module = getattr(callee.obj, "__module__", None) or ""
+    return module.split(".")[0] not in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}
+
+
+def _updates_its_arguments(callee) -> bool:
+    """A function of yours that, transformed, updates a parameter in place (`out[:] = ...`)."""
+    if callee is None or callee.kind != resolve.PYTHON:
+        return False
+    from . import pipeline  # noqa: PLC0415  (the pipeline runs this pass)
+
+    code = callee.obj.__code__
+    if code in _CHECKING:
+        return False  # a recursive call: its own check is under way
+    _CHECKING.add(code)
+    try:
+        return bool(pipeline.compiled(callee.obj, ()).updated_parameters)
+    except AdjointError:
+        return False  # it cannot be transformed: called plainly, as before
+    finally:
+        _CHECKING.discard(code)
+
+
+_CHECKING: set = set()  # the code objects whose in-place updates are being checked
 
 
 def _outputs(call, callee) -> list:
