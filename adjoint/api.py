@@ -7,7 +7,9 @@ its pullback so the cotangents handed back match the arguments' kinds, shapes an
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 import types
 
 import numpy as np
@@ -189,10 +191,12 @@ def _pullback(f, args, kwargs, positions):
         _require_python_function(f)
         forward = _forward(f, wrt)
         _refuse_shared_updated_arguments(f, forward, args)
-        value, generated_pullback = forward(*args, **kwargs)
+        with _recursion_headroom():
+            value, generated_pullback = forward(*args, **kwargs)
 
     def back(cotangent):
-        cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
+        with _recursion_headroom():
+            cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
         projected = [_project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))]
         return _unshared(projected, cotangent)
 
@@ -208,6 +212,26 @@ def _pullback_of_bound(f, args, kwargs, positions):
         function, bound = registry.unbound(f), (f.__self__,)  # `model.loss`, `x.dot`
     value, back = _pullback(function, bound + tuple(args), kwargs, [p + len(bound) for p in positions])
     return value, lambda cotangent: back(cotangent)[len(bound) :]
+
+
+@contextlib.contextmanager
+def _recursion_headroom():
+    """Room for recursion as deep as plain Python allows: a differentiated recursive call takes
+    about three frames (`vjp`, the forward function, its pullback) where Python takes one."""
+    global _raised
+    limit = sys.getrecursionlimit()
+    if not _raised:
+        sys.setrecursionlimit(3 * limit)
+    _raised += 1
+    try:
+        yield
+    finally:
+        _raised -= 1
+        if not _raised:
+            sys.setrecursionlimit(limit)
+
+
+_raised = 0  # how many differentiated calls are running (only the outermost raises the limit)
 
 
 def _is_array_method(f) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import linecache
+import re
 import types
 
 import gast
@@ -35,6 +37,8 @@ class Context:
     # Parameters the function updates in place (`x += 1`, `x[i] = v`), with the line: adjoint
     # rebinds them instead, which a caller inside differentiated code would notice (set by `inplace`).
     updated_parameters: set[tuple] = dataclasses.field(default_factory=set)
+    # What the user wrote for names the passes made (`x_1` is `x`, `d_item` is `d['k']`).
+    user_names: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.namer is None:
@@ -45,7 +49,9 @@ class Context:
 
     @property
     def function_name(self) -> str:
-        return getattr(self.fn, "__qualname__", self.source.name)
+        name = getattr(self.fn, "__qualname__", self.source.name)
+        # a function nested in yours, made by generated code: named as in your source
+        return _GENERATED_PREFIX.sub(r"\1", name)
 
     def problem(self, node, message: str, hint: str = "") -> None:
         """Record a problem located at `node`."""
@@ -54,9 +60,23 @@ class Context:
         end_col = getattr(node, "end_col_offset", None)
         if getattr(node, "end_lineno", line) != line:
             end_col = len(self.source.line(line).rstrip("\n"))
-        self.problems.append(
-            Problem(self.source.filename, line, col, end_col, self.source.line(line), message, hint)
-        )
+        filename, text = self.source.filename, self.source.line(line)
+        from .loader import user_location  # noqa: PLC0415  (the loader imports this module)
+
+        user = user_location(filename, line)
+        if user is not None:  # a function nested in yours, differentiated from generated code
+            filename, line = user
+            text = linecache.getline(filename, line)
+            col, end_col = len(text) - len(text.lstrip()), len(text.rstrip("\n"))
+        self.problems.append(Problem(filename, line, col, end_col, text, message, hint))
+
+    def user_name(self, name: str) -> str:
+        """How the user wrote what `name` holds, for messages."""
+        seen = set()
+        while name in self.user_names and name not in seen:
+            seen.add(name)
+            name = self.user_names[name]
+        return name
 
     def check(self) -> None:
         """Raise every problem recorded so far, together."""
@@ -104,6 +124,9 @@ class Context:
         identifier = self.namer.new(preferred)
         self.injected[identifier] = obj
         return identifier
+
+
+_GENERATED_PREFIX = re.compile(r"__adjoint_closure__\.<locals>\.__adjoint_factory__\.<locals>\.(\w+)_forward")
 
 
 def free_name(fn, name: str, default=None):

@@ -25,7 +25,7 @@ import types
 import gast
 import numpy as np
 
-from ..errors import AdjointError
+from ..errors import AdjointError, TransformError
 from . import aliases, kinds, resolve, syntax
 from . import annotations as anno
 from .context import Context
@@ -114,8 +114,16 @@ def _problem(stmt, index, facts: _Facts, ctx):
     value = getattr(stmt, "value", None)
     for updated in sorted(_updated_by(stmt, facts, index)):  # named as the user wrote it
         if any(facts.first_read.get(n, index) < index for n in facts.aliases.classes.get(updated, {updated})):
-            return (value, f"this updates `{updated}` after a differentiated operation used it, so the "
-                    "pullback would see the updated values", f"update a copy instead, or update `{updated}` before it is used")
+            shown = ctx.user_name(updated)
+            return (value, f"this updates `{shown}` after a differentiated operation used it, so the "
+                    "pullback would see the updated values", f"update a copy instead, or update `{shown}` before it is used")
+    callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
+    if callee is not None and isinstance(stmt, gast.Assign) and set(_stored(stmt)) & set(facts.first_read) and (
+        _updates_its_arguments(callee)
+    ):
+        return (value, f"`{callee.text}` updates an array in place (an argument, or one it reaches another way), "
+                "and the pullback reads what it returns: a later call could change it",
+                f"make `{callee.text}` return a new array instead of updating one")
     update = anno.get(stmt, anno.IN_PLACE)
     if update is not None:
         return _update_problem(stmt, update, stmt.value.left.id, facts, index, ctx)
@@ -124,9 +132,11 @@ def _problem(stmt, index, facts: _Facts, ctx):
     if isinstance(value, gast.Call) and _writes_out(value, facts.varied):
         return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
                 "assign the result to a name instead")
-    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _passes_varied(value, facts.varied):
+    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _passes_varied(value, facts.varied) and (
+        not _leaves_its_arguments(anno.get(value, anno.CALLEE))
+    ):
         return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
-                "differentiate", "use its result, or mark the function @adjoint.non_differentiable")
+                "differentiate", _effect_hint(value))
     if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _may_update_globals(value):
         read = sorted(g for g in facts.global_arrays if facts.first_read.get(g, index) < index)
         if read:
@@ -141,7 +151,7 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     was: a copy, a view, a container holding it, or the sequence a loop walks."""
     where = update if update is not None else stmt
     what = f"`{update.target.id} {syntax.symbol(update.op)}= ...`" if update is not None else "this update"
-    name = update.target.id if update is not None else updated
+    name = update.target.id if update is not None else ctx.user_name(updated)
     known = facts.aliases
     origins = known.origins(updated)
     roots = known.roots(updated)
@@ -161,7 +171,7 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     elif not all(aliases.is_fresh(d) or d in item_reads for d in origins):
         reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
     elif seen_later:
-        reason = f"`{name}` may also be reached through another name or view (`{seen_later[0]}`, read afterwards)"
+        reason = f"`{name}` may also be reached through another name or view (`{ctx.user_name(seen_later[0])}`, read afterwards)"
     else:
         if roots & facts.params and not origins:
             ctx.updated_parameters |= {(r, getattr(where, "lineno", None)) for r in roots & facts.params}
@@ -228,7 +238,9 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
     arguments = {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
-    if effect_only and not pure or _user_non_differentiable(callee) or _updates_its_arguments(callee):
+    if effect_only and not pure and not _leaves_its_arguments(callee) or _user_non_differentiable(callee) or (
+        _updates_its_arguments(callee)
+    ):
         updated |= arguments
     return updated - facts.immutable
 
@@ -258,10 +270,24 @@ def _user_non_differentiable(callee) -> bool:
     return module.split(".")[0] not in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}
 
 
-def _updates_its_arguments(callee) -> bool:
-    """A function of yours that, transformed, updates a parameter in place (`out[:] = ...`)."""
+def _effect_hint(call) -> str:
+    if isinstance(call.func, gast.Attribute) and call.func.attr in _MUTATING_METHODS:
+        method = call.func.attr
+        return f"`.{method}` updates its receiver in place: build a new value instead (`xs = xs + [...]`)"
+    return "use its result, or mark the function @adjoint.non_differentiable"
+
+
+def _leaves_its_arguments(callee) -> bool:
+    """A function of yours known, from its transform, to update none of its arguments: calling it
+    for its effect (a print, a log) runs it plainly."""
+    return callee is not None and callee.kind == resolve.PYTHON and _updates_its_arguments(callee) is False
+
+
+def _updates_its_arguments(callee):
+    """A function of yours that, transformed, updates a parameter in place (`out[:] = ...`); True
+    also when it cannot be transformed because of an update, None when it cannot be told."""
     if callee is None or callee.kind != resolve.PYTHON:
-        return False
+        return None
     from . import pipeline  # noqa: PLC0415  (the pipeline runs this pass)
 
     code = callee.obj.__code__
@@ -270,8 +296,11 @@ def _updates_its_arguments(callee) -> bool:
     _CHECKING.add(code)
     try:
         return bool(pipeline.compiled(callee.obj, ()).updated_parameters)
+    except TransformError as error:
+        # refused for an update it makes (of a global, through a view): it may update ours too
+        return True if any("in place" in p.message or "updates `" in p.message for p in error.problems) else None
     except AdjointError:
-        return False  # it cannot be transformed: called plainly, as before
+        return None  # it cannot be transformed: called plainly, as before
     finally:
         _CHECKING.discard(code)
 

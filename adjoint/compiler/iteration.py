@@ -35,7 +35,7 @@ class Iteration:
                 )
         iterable = self._iterable(stmt.iter)
         target, unpacked = self._loop_target(stmt.target, iterable)
-        body = self.nested(lambda: [self._assign([t], syntax.name(n)) for t, n in unpacked])
+        body = self.nested(lambda: [self._assign([t], _value(n)) for t, n in unpacked])
         body += self.block(stmt.body)
         self.origin = stmt
         self._emit(gast.For(target=target, iter=iterable, body=body, orelse=[], type_comment=None))
@@ -45,6 +45,13 @@ class Iteration:
         `(tuple, name)` pairs to unpack at the start of the body (`for k, v in pairs` reads
         `k, v = item`), so every item a loop binds is one value the pullback can route."""
         kind = iterable.func.id if isinstance(iterable, gast.Call) else None
+        if kind in ("zip", "enumerate") and isinstance(target, gast.Name):
+            # `for v in zip(a, b)`: bind each part, then `v = (a_item, b_item)`
+            count = len(iterable.args) if kind == "zip" else 2
+            parts = [syntax.store(self.ctx.namer.new(f"{target.id}_{i}")) for i in range(count)]
+            packed = syntax.tuple_([syntax.name(p.id) for p in parts])
+            inner, unpacked = self._loop_target(syntax.tuple_(parts, syntax.STORE), iterable)
+            return inner, unpacked + [(target, packed)]
         if kind == "enumerate" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
             inner, unpacked = self._loop_target(target.elts[1], iterable.args[0])
             return syntax.tuple_([target.elts[0], inner], syntax.STORE), unpacked
@@ -96,6 +103,11 @@ class Iteration:
 
 
 _ITERATORS = {"range": range, "enumerate": enumerate, "zip": zip, "reversed": reversed}
+
+
+def _value(item):
+    """What an unpacked loop target is assigned: a name, or a tuple of names."""
+    return item if isinstance(item, gast.AST) else syntax.name(item)
 
 
 def _walked_names(iterable) -> set:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import linecache
+import re
 import textwrap
 import types
 
@@ -44,10 +45,13 @@ class Compiled:
 
 
 def compile_source(
-    text: str, name: str, free_names, alias: str, runtime, injected: dict, arity: int, bindings=()
+    text: str, name: str, free_names, alias: str, runtime, injected: dict, arity: int, bindings=(),
+    user_filename=None,
 ) -> Compiled:
     """Compile the generated function `text` inside its factories; `alias` names `runtime`."""
     filename = f"<adjoint {name} #{next(_counter)}>"
+    if user_filename is not None:
+        _user_files[filename] = user_filename
     parameters = (alias,) + tuple(injected)
     declared = "".join(f"    {v} = None\n" for v in free_names) or "    pass\n"
     module_text = (
@@ -64,6 +68,24 @@ def compile_source(
     factory_code = _constant(closure_code, "__adjoint_factory__")
     arguments = (runtime,) + tuple(injected.values())
     return Compiled(factory_code, parameters, arguments, text, arity, tuple(bindings), registry.version)
+
+
+_user_files: dict[str, str] = {}  # generated file -> the user's file it was made from
+_LINE_COMMENT = re.compile(r"^\s*# line (\d+): ")
+
+
+def user_location(filename: str, line: int):
+    """`(user's file, line)` for a line of generated code (a nested function's statement, found
+    again by the `# line N:` comment above it), or None for other files."""
+    user_file = _user_files.get(filename)
+    if user_file is None:
+        return None
+    lines = linecache.getlines(filename)
+    for text in reversed(lines[: max(line, 0)]):
+        match = _LINE_COMMENT.match(text)
+        if match:
+            return user_file, int(match.group(1))
+    return None
 
 
 def instantiate(compiled: Compiled, fn):

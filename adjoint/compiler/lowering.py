@@ -98,6 +98,7 @@ class Lowering:
         for generator in expr.generators:  # comprehension variables are local to it
             for target in syntax.stored_names(generator.target):
                 renamed[target] = self.ctx.namer.new(target)
+                self.ctx.user_names[renamed[target]] = target
         if total is not None:
             self._emit(syntax.assign(result, self.rhs(total, result)))
         else:
@@ -125,7 +126,7 @@ class Lowering:
 
             def body():
                 for element, item in unpacked:
-                    self._assign([element], syntax.name(item))
+                    self._assign([element], item if isinstance(item, gast.AST) else syntax.name(item))
 
                 def filtered(conditions):
                     if not conditions:

@@ -219,6 +219,7 @@ class _Normalizer(Lowering, Iteration, ItemUpdates):
             # read now into a local: the pullback then uses the value this statement used
             local = folded.id.lower() if folded.id.lower() != folded.id else f"{folded.id}_value"
             self._emit(syntax.assign(self.ctx.namer.new(local), folded))
+            self.ctx.user_names[self.out[-1].targets[0].id] = folded.id
             return syntax.name(self.out[-1].targets[0].id)
         if syntax.is_atom(folded) or self._is_global_read(folded):
             return folded

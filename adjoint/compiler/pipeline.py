@@ -66,7 +66,7 @@ def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
     code = fn.__code__
     compiled = loader.compile_source(
         text, ctx.function_name, code.co_freevars, ctx.runtime_alias, runtime, ctx.injected,
-        code.co_argcount, ctx.bindings,
+        code.co_argcount, ctx.bindings, user_filename=ctx.source.filename,
     )
     compiled.updated_parameters = tuple(sorted(getattr(ctx, "updated_parameters", ()), key=str))
     return compiled

@@ -301,6 +301,11 @@ class _Reverse(calls.CallAdjoints):
             if isinstance(default, gast.Name) and default.id in self.varied:
                 keys.append(param.id)  # a default value: its cotangent is keyed by the parameter
                 captured.append(default.id)
+        if captured and getattr(function, "decorator_list", None):
+            self.ctx.problem(
+                function, "a decorated nested function cannot carry the gradient of what it closes over",
+                "apply the decorator outside the differentiated function, or pass the values as arguments",
+            )
         for default in function.args.kw_defaults:
             if isinstance(default, gast.Name) and default.id in self.varied:
                 self.ctx.problem(

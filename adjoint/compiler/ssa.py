@@ -66,10 +66,11 @@ def _check_late_binding(body, ctx) -> None:
                 for a in assigned[c]
             ))
             if stale:
+                shown = ctx.user_name(stale[0])
                 ctx.problem(
-                    function, f"this function reads `{stale[0]}`, which is assigned again while the function "
+                    function, f"this function reads `{shown}`, which is assigned again while the function "
                     "may still be called: Python would show it the new value",
-                    f"pass `{stale[0]}` as an argument, or bind its current value with a default (`{stale[0]}={stale[0]}`)",
+                    f"pass `{shown}` as an argument, or bind its current value with a default (`{shown}={shown}`)",
                 )
                 break
 
@@ -118,7 +119,9 @@ class _SSA:
 
     def fresh(self, name: str) -> str:
         if name in self.defined:
-            name = self.ctx.namer.new(name)
+            renamed = self.ctx.namer.new(name)
+            self.ctx.user_names[renamed] = name
+            name = renamed
         self.defined.add(name)
         return name
 

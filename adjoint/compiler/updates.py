@@ -53,6 +53,7 @@ class ItemUpdates:
             read = syntax.subscript(self.atom(expr.value, hint), self._index(expr.slice, hint))
             temp = self._temp(hint + "_item", read)
             anno.set_(self.out[-1], anno.ITEM_READ, True)
+            self.ctx.user_names[temp.id] = syntax.unparse(expr)
             return temp
         return self.atom(expr, hint)
 

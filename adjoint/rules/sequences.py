@@ -61,3 +61,34 @@ def _like(g, x):
     if isinstance(x, float):
         return float(g)
     return np.asarray(g, dtype=np.result_type(x)).reshape(np.shape(x))
+
+
+
+# `np.float64(s)` and its kin: a conversion between floats; the gradient is cast back.
+def _float_conversion(kind):
+    def conversion_rrule(x=0.0):
+        def conversion_pullback(g):
+            return (_like(g, x),)
+
+        return kind(x), conversion_pullback
+
+    conversion_rrule.__name__ = f"{kind.__name__}_rrule"
+    return conversion_rrule
+
+
+for _kind in (np.float64, np.float32, np.float16):
+    rrule(_kind)(_float_conversion(_kind))
+
+
+# `x.item()`, `x.item(i)`, `x.item(i, j)`: one element as a Python number, its gradient put back.
+@rrule(np.ndarray.item)
+def item_rrule(x, *index):
+    def item_pullback(g):
+        x_bar = np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
+        if len(index) > 1:
+            x_bar[index] = g
+        else:
+            x_bar.flat[index[0] if index else 0] = g
+        return (x_bar if isinstance(x, np.ndarray) else x_bar[()], *(None for _ in index))
+
+    return x.item(*index), item_pullback

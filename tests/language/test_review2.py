@@ -663,3 +663,17 @@ def test_generator_passed_to_np_stack_fails_like_python():
         stack_of_generator(X.copy())
     with pytest.raises((TypeError, adjoint.AdjointError)):
         adjoint.pullback(stack_of_generator, X.copy())
+
+
+def double(v):
+    return v * 2.0
+
+
+def result_assigned_but_unused(x):
+    unused = double(x)
+    return np.sum(x)
+
+
+def test_call_whose_assigned_result_is_unused():
+    """`unused = double(x)` (a pure helper, its result assigned but never read) is refused as "made for its effect on a differentiable value" with the hint "use its result"; it should simply run with no gradient through it."""
+    check_grad(result_assigned_but_unused, X.copy())

@@ -15,7 +15,10 @@ from adjoint.registry import lookup
 from adjoint.testing import check_rrule
 
 # The primitives the tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [builtins.list, builtins.tuple, np.stack, np.array, np.asarray]
+RRULE_PRIMITIVES = [
+    builtins.list, builtins.tuple, np.stack, np.array, np.asarray, np.float64, np.float32, np.float16,
+    np.ndarray.item,
+]
 
 
 def inner(a, b) -> float:
@@ -75,3 +78,24 @@ def test_array_of_a_list_of_arrays_matches_finite_differences(rng, primitive):
     (rows_bar, _) = back(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(rows_bar[1], [3.0, 4.0, 5.0])
     check_rrule(primitive, rng.normal(size=(2, 3)))
+
+
+@pytest.mark.parametrize("kind", [np.float64, np.float32])
+def test_float_conversions(kind):
+    check_rrule(kind, 0.7, rtol=1e-3 if kind is np.float32 else None)
+    check_rrule(kind, np.float64(0.3), rtol=1e-3 if kind is np.float32 else None)
+
+
+def test_float16_conversion_casts_the_gradient_back():
+    value, back = lookup(np.float16).rrule(np.float64(0.5))
+    assert type(value) is np.float16
+    (x_bar,) = back(np.float16(2.0))
+    assert x_bar == 2.0
+
+
+def test_item_of_an_array_and_of_a_scalar():
+    check_rrule(np.ndarray.item, np.array([[0.4]]))
+    check_rrule(np.ndarray.item, np.array([0.1, 0.2, 0.3]), 1)
+    check_rrule(np.ndarray.item, np.array([[0.1, 0.2], [0.3, 0.4]]), 1, 0)
+    value, back = lookup(np.ndarray.item).rrule(np.float64(2.5))
+    assert value == 2.5 and back(1.0)[0] == 1.0
