@@ -1,4 +1,4 @@
-"""Second adversarial review: cases adjoint got wrong, each with the behaviour it should have.
+"""Edge cases of Python semantics: aliasing through containers and calls, nested functions, keywords.
 
 Every test asserts the correct behaviour: the gradient check passes (value equals the plain
 call's, gradient matches finite differences, nothing mutated), or adjoint refuses with one of
