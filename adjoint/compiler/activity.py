@@ -2,9 +2,13 @@
 
 Assumes: a normalized, SSA, resolved function.
 Guarantees: the function carries `VARIED`, the names whose values depend differentiably on
-the parameters in `ctx.wrt`, and `USEFUL`, the names whose values reach the returned value
-along differentiable paths. A statement needs an adjoint only if its target is in both.
-Comparisons, non-differentiable calls, shape queries and constants vary with nothing.
+the inputs in `ctx.wrt` (parameter positions; strings name closure variables, and "**" the
+`**kwargs` parameter; positions past the named parameters are `*args`), and `USEFUL`, the
+names whose values reach the returned value along differentiable paths; both are fixed points
+over loops. A statement needs an adjoint only if its target is in both. A nested `def` or
+lambda varies with what it closes over and its default values; a loop's items vary with the
+sequence it walks (not `range` counters or `enumerate` positions). Comparisons, `//`, `not`,
+`~`, f-strings, sets, non-differentiable calls and constants vary with nothing.
 
 Before:  n = len(x); y = x * n; return y      After: VARIED {x, y}; USEFUL {y, x, n}
 """

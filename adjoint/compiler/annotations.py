@@ -11,21 +11,23 @@ from __future__ import annotations
 ORIGIN = "origin"
 
 # How the callee of a call resolved, a `resolve.Callee`. Written by `resolve`, read by
-# `activity` and `reverse`.
+# `activity`, `aliases`, `inplace`, `kinds`, `reverse` and `calls`.
 CALLEE = "callee"
 
 # Names whose values carry a gradient from the requested inputs (`set[str]`, on the function).
-# Written by `activity`, read by `reverse`.
+# Written by `activity`, read by `inplace` and `reverse`.
 VARIED = "varied"
 
 # Names whose values reach the returned value along differentiable paths (`set[str]`, on the
-# function). Written by `activity`, read by `reverse`.
+# function). Written by `activity`, read by `inplace` and `reverse`.
 USEFUL = "useful"
 
 
 # On a copy `a = b` that `ssa` inserted where control flow joins: "join" (end of a branch arm),
 # "entry" (before a loop), "back" (end of a loop body) or "exit" (after a loop). Written by
-# `ssa`, read by `reverse` (which finds a loop's carried names) and `optimize` (drops dead ones).
+# `ssa`, read by `aliases` and `inplace` (copies move values, they alias nothing), `loops` (the
+# tape is appended before the "back" copies), `emit` (no comment of their own) and `optimize`
+# (drops dead ones).
 PHI = "phi"
 
 # On a loop: `{carried name: (its name before the loop or None, its name after the loop)}`.

@@ -16,7 +16,7 @@ import operator
 import gast
 import numpy as np
 
-from .. import registry, runtime
+from .. import runtime
 from . import annotations as anno
 from . import inline, resolve, syntax
 
@@ -215,15 +215,6 @@ def _keywords_to_positions(call, fn):
             break
         call.args.append(keywords.pop(name).value)
     call.keywords = list(keywords.values())
-
-
-def _method_hint(method: str, on_differentiable_value: bool) -> str:
-    function = getattr(np, method, None)
-    if on_differentiable_value and function is not None and registry.lookup(function) is not None:
-        return f"call the NumPy function instead: `np.{method}(...)`"
-    if on_differentiable_value:
-        return "write it with NumPy functions that have rules (see the README's list)"
-    return "wrap the call in a function and register an @adjoint.rrule for it"
 
 
 def _describe(obj) -> str:

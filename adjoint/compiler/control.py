@@ -2,7 +2,7 @@
 
 Runs on the user's function before `normalize`, so later passes see only structured code.
 
-Assumes: a `FunctionDef` from `source` (any syntax; the fence has not run yet).
+Assumes: a `FunctionDef` from `source` that `fence` accepted.
 Guarantees, for the function body after `transform` (nested `def`, `lambda` and `class` bodies
 are left alone: their returns are theirs):
 1. `return` appears once, as the last statement: `return NAME` or `return None`. A returned

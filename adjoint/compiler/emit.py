@@ -1,9 +1,10 @@
 """Emit: the generated function as readable source, with comments mapping it to the user's lines.
 
 Assumes: a function whose statements carry `ORIGIN` annotations.
-Guarantees: valid Python source; before each run of statements from one user line, a comment
-`# line N: <that line of the user's source>`. The comments come from the annotations, so they
-stay right whatever earlier passes removed or reordered.
+Guarantees: valid Python source; before each run of statements from one user line, in every
+body (nested functions, branches and loops too), a comment `# line N: <that line of the user's
+source>`. The comments come from the annotations, so they stay right whatever earlier passes
+removed or reordered; a copy `ssa` made where control flow joins gets none of its own.
 """
 
 from __future__ import annotations

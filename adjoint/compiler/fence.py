@@ -1,8 +1,8 @@
 """Fence: reject the syntax adjoint does not differentiate, every instance at once.
 
 Assumes: a `FunctionDef` from `source`.
-Guarantees: after `transform`, the function uses only syntax the later passes handle:
-statements of any kind except those listed in `_UNSUPPORTED` (so `if`, `for`, `while`,
+Guarantees: after `transform`, the function uses only syntax the later passes handle: any
+statement or expression except those listed in `_UNSUPPORTED` (so `if`, `for`, `while`,
 `break`, `continue` and `return` anywhere, `with`, `try`/`finally` without `except`, nested
 `def` and `lambda`); assignment targets are names, tuples or lists of them (one starred), and
 items (`y[i] = v`); no `return`, `break` or `continue` inside `with`. Anything else
@@ -72,7 +72,7 @@ def _check_node(child, ctx):
 
 
 def _check_exits(block, ctx):
-    kind = "with"
+    kind = "with"  # (`control` refuses jumps out of `try`)
     for child in gast.walk(block):
         if isinstance(child, (gast.Return, gast.Break, gast.Continue)) and not _in_nested(block, child):
             word = type(child).__name__.lower()

@@ -1,18 +1,24 @@
 """In-place: refuse updates that adjoint's non-mutating code would not reproduce.
 
 Assumes: a normalized, SSA, resolved function with activity annotations.
-Guarantees: reports a problem for
-- `x += d` (rewritten as `x = x + d` by `normalize`, never mutating) unless `x` is an array
-  only this name refers to: refused when `x` is a parameter (the caller's array, which plain
-  Python would update), a copy of another name, a view (`v[0:2]`, `v.T`, a reshape), a part of
-  something unpacked, or the result of a call that may return its input; or when `x` itself
-  was copied, put in a tuple or list, viewed, or passed to a function that may keep it;
+adjoint never updates an array in place: `x += d` is `x = x + d`, `y[i] = v` is
+`y = adj.setitem(y, i, v)` and `xs.append(v)` is `xs = adj.append(xs, v)` (see `normalize`).
+That matches Python unless another name sees the update. Guarantees: reports a problem for
+- such an update when another name that may share the memory (a copy, a view, a container
+  holding it, the sequence a loop walks, what a call may have returned; see `aliases`) is read
+  afterwards, or when the value came from a call that may return an array held elsewhere; an
+  update of a parameter is allowed (the caller's array is left as it was) and recorded in
+  `ctx.updated_parameters` (refused when such a function is called from differentiated code,
+  or passed one array twice);
 - a call writing into an `out=` array when differentiable values are involved;
-- a call made for its effect (its result unused) that is passed a differentiable value and is
-  not a non-differentiable function (`h.fill(0)`, `record(h)`): it may update that value;
-- any update (`out=`, a call made for its effect, a mutating method such as `.sort()`) of an
-  array, differentiable or not, after a differentiated operation read it: the pullback would
-  read the updated array (`y = x * w; np.multiply(w, 2, out=w)`).
+- a call made for its effect (its result unused) that is passed a differentiable value, unless
+  it is a function of yours that updates none of its arguments;
+- any update (`out=`, a mutating method such as `.sort()`, a method of an object kept across
+  loop iterations, a helper of yours or a non-differentiable function of yours that may update
+  its arguments) of an array after a differentiated operation read it (in a loop, any read in
+  the loop comes before): the pullback would read the updated array;
+- a call that may update a module-level array the pullback reads, and a helper that updates
+  an array in place whose result the pullback reads.
 
 Before:  y = x[0:2]; y += 1.0       After: TransformError at `y += 1.0`
 """

@@ -1,8 +1,13 @@
 """Kinds: which names certainly hold numbers or arrays, and which hold tuples or lists.
 
-Read by `reverse`: a numeric name's cotangents add with `+`; any other name's with `adj.add`,
-since a tuple's cotangent is a tuple that `+` would concatenate. `+` or `*` on a sequence is
-concatenation or repetition, not arithmetic.
+Read by `reverse` and `calls`:
+- `sequence_names`: displays (tuples, lists, dicts), appends and concatenations; their
+  cotangents add with `adj.add`, since `+` would concatenate, and `t + u` on them is
+  differentiated as concatenation;
+- `numeric_names`: names taken to hold numbers or arrays (a heuristic, for readable `+`);
+- `certain_numbers`: names that certainly do (differentiated parameters and what arithmetic
+  and NumPy make of them); an elementwise rule's operand outside this set is checked at run
+  time by `adj.unbroadcast`, which refuses a tuple instead of computing wrong math on it.
 
 Before:  t = (x, y); z = x * 2.0      After: sequence_names -> {t}; numeric_names -> {z, x}
 """

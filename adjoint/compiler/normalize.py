@@ -1,17 +1,28 @@
 """Normalize: every statement one simple shape (A-normal form), temporaries named readably.
 
-Assumes: a fenced function (see `fence`).
+Assumes: the output of `control` (one final `return`, no `continue`, `break` only as a loop's
+trailing `if flag: break`).
 Guarantees, for the function body after `transform`:
-- each statement is one of
-  `name = rhs`, `a, b = name` (unpacking into names), `call(...)` (an expression statement),
-  `assert ...` (left as written), or `return atom`, which is the last statement;
+- each simple statement is one of `name = rhs`, `a, b = name` (unpacking into names),
+  `call(...)` (an expression statement), `assert`/`raise` (left as written), a nested `def`
+  (its defaults made atoms), or `return atom`, the last statement;
+- compound statements are `if atom:`, `for target in ITER:` (ITER an atom, or `range`,
+  `enumerate`, `zip`, `reversed` of atoms; see `iteration`), `while atom:` / `while True:`,
+  `with` and `try`/`finally`, with normalized bodies;
 - `rhs` is an atom, or one operation on atoms: a binary or unary operation, a comparison, a
-  call, an attribute read, a subscript (its index made of atoms and slices of atoms), or a
-  tuple or list display; a call's callee is a dotted name (`np.linalg.inv`, `f`, `x.sum`);
+  call (`*atom` and `**atom` arguments too), an attribute read, a subscript (its index made of
+  atoms and slices of atoms), a tuple, list, set or dict display, a lambda, or an f-string;
+  a call's callee is a dotted name (`np.linalg.inv`, `f`, `x.sum`);
+- conditional expressions, `and`/`or`, comprehensions and starred displays are statements
+  (see `lowering`); item assignments and appends are `adj.setitem`/`adj.append` (see
+  `updates`);
 - an atom is a name, a constant, or a constant of a library module (`np.pi`); a global or
-  closure variable holding data (`SCALE`, `cfg.scale`) is first read into a local
-  (`scale = SCALE`), so the pullback uses the value the forward pass read;
+  closure variable holding data (`SCALE`) is first read into a local (`scale = SCALE`), so the
+  pullback uses the value the forward pass read;
 - every statement carries the `ORIGIN` of the user statement it came from.
+Refused here (located problems): a generator expression not consumed at once, a loop that
+updates what it walks, `**` in a dict display, chained assignment to a tuple, assignment into
+an attribute's item.
 
 Before:  h = np.tanh(x @ W + b)
 After:   h_matmul = x @ W

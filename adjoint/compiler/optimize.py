@@ -1,9 +1,11 @@
-"""Optimize: remove pullback work whose result nothing reads.
+"""Optimize: remove pullback work whose result nothing reads, and dead join copies.
 
 Assumes: the output of `reverse`.
-Guarantees: every assignment in the pullback defines a name read later (inlined rules may
-compute intermediates for cotangents that activity skipped). The forward statements are left
-alone: they are the user's code and may have effects.
+Guarantees: every assignment in the pullback outside its loops defines a name read later
+(inlined rules may compute intermediates for cotangents that activity skipped; loop bodies,
+which read their own names again, are kept whole); the copies `ssa` made where control flow
+joins (`PHI`) are gone from the forward function when nothing reads them. Other forward
+statements are left alone: they are the user's code and may have effects.
 
 Before:  t_scale = 2 * t_bar; x_bar = t_bar          After:  x_bar = t_bar
 """

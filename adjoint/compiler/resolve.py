@@ -1,11 +1,13 @@
 """Resolve: decide, once, what each call and attribute read in the function refers to.
 
-Assumes: a normalized function.
-Guarantees: every call that is a statement's operation, and every attribute read of a local
-value, carries a `CALLEE` annotation (a `Callee`). Callees written as module-level dotted
-names (`np.sum`, `math.exp`, `dense`) are looked up now, in the function's live globals;
-callees reached through locals or closure cells (a function passed as an argument, a method)
-are left to run time (`dynamic`), since closures sharing this code may hold different ones.
+Assumes: a normalized function in SSA form.
+Guarantees: every call that is a statement's operation (in any body), and every attribute
+read of a local value, carries a `CALLEE` annotation (a `Callee`). Callees written as
+module-level dotted names (`np.sum`, `math.exp`, `dense`) are looked up now, in the function's
+live globals; `adj.setitem` and the other runtime helpers `normalize` writes resolve to the
+runtime's functions. Callees reached through locals or closure cells (a function passed as an
+argument, a method), objects with `__call__` and methods of module-level arrays (`W.dot`) are
+left to run time (`dynamic`), since closures sharing this code may hold different ones.
 
 Before:  s = np.sum(x, axis=1)   After: the call annotated Callee("rule", "np.sum", np.sum, <rule>)
 """

@@ -3,10 +3,15 @@
 Assumes: a normalized, SSA, resolved function with activity annotations.
 Guarantees: returns `<f>_forward`, with `f`'s parameters, which runs `f`'s statements and
 returns `(value, <f>_pullback)`. The pullback takes the output's cotangent and returns one
-cotangent per positional parameter: `None` for parameters not in `ctx.wrt`, zeros for those
-the output does not depend on. Each adjoint block carries the `ORIGIN` of its statement.
-Cotangents that are still symbolically zero are never materialized or added. Statements with
-no way to be differentiated are reported to `ctx.problems`.
+cotangent per positional parameter (`None` for those not in `ctx.wrt`, zeros for those the
+output does not depend on), then the `*args` parameter's, spread, then one per string in
+`ctx.wrt` (a closure variable's, or the `**kwargs` dict's). Each adjoint block carries the
+`ORIGIN` of its statement. Cotangents that are still symbolically zero are never materialized
+or added; a definition consumes its name's cotangent. Branches replay the branch taken
+(cotangents live in one arm only are made zeros in the other), loops replay their tape (see
+`loops`), calls go through their rules or `adj.vjp` and its siblings (see `calls`), and
+`with`/`try` bodies are reversed outside the block. Statements with no way to be
+differentiated, and gradients through a context manager, are reported to `ctx.problems`.
 
 Before:                        After:
     def f(x, W):                   def f_forward(x, W):

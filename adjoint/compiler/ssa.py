@@ -8,9 +8,15 @@ Guarantees:
   - a name a loop assigns and reads across iterations or after it is carried in its own name
     `p`: `p = <value before>` before the loop (`PHI` "entry"), `p = <new value>` at the end
     of the body (before a trailing `if flag: break`, "back"), and the code after the loop
-    reads a copy `e = p` ("exit"), so names assigned inside a loop are read only inside it;
+    reads a copy `e = p` ("exit"), so names assigned inside a loop are read only inside it
+    ("reads across iterations": what the next iteration reads before assigning it);
+- a name Python would call unbound on some path (first assigned in a loop, or in one arm) is
+  `adj.unbound("name")` on that path, so copies never fail where Python would not;
 - the loop carries `LOOP`: `{p: (name before the loop or None, e)}`;
-- reads refer to the binding live at that point, also inside nested functions and lambdas.
+- reads refer to the binding live at that point, also inside nested functions and lambdas
+  (their defaults too); a nested function that may run after a name it reads is assigned
+  again (Python's late binding) is refused;
+- `ctx.user_names` maps each new name to the user's, for messages.
 The pullback can then capture any forward value by name, and a loop's values per iteration.
 
 Before:  y = x                     After:  y = x

@@ -236,9 +236,6 @@ def comment(text: str) -> gast.Expr:
 
 # ---- structured statements ------------------------------------------------------------------
 
-COMPOUND = (gast.If, gast.For, gast.While, gast.With, gast.Try)
-
-
 def bodies(stmt) -> list[list]:
     """The statement lists nested directly in a compound statement (none for a simple one)."""
     if isinstance(stmt, (gast.If, gast.For, gast.While)):
