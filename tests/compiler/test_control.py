@@ -3,6 +3,7 @@ that reads as written by hand and computes the same values with the same side ef
 
 import itertools
 import linecache
+import os
 import random
 
 import gast
@@ -758,9 +759,12 @@ def _load(text, filename):
     return namespace["p"]
 
 
-def test_random_programs():
-    writer = _ProgramWriter(random.Random(0))
-    for index in range(250):
+# 60 programs drawn with seed `ADJOINT_RANDOM_SEED` (0 by default); set
+# `ADJOINT_RANDOM_PROGRAMS=1000` (and other seeds) to check more.
+@pytest.mark.parametrize("seed", [int(os.environ.get("ADJOINT_RANDOM_SEED", "0"))])
+def test_random_programs(seed):
+    writer = _ProgramWriter(random.Random(seed))
+    for index in range(int(os.environ.get("ADJOINT_RANDOM_PROGRAMS", "60"))):
         text = writer.program()
         fn = _load(text, f"<random program {index}>")
         new, lowered_text = recompiled(fn)
