@@ -14,6 +14,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 
 def if_scalar_positive(x):
@@ -181,9 +182,6 @@ def branch_with_zero_gradient_side(x, y):
         scale = y
     return np.sum(x) * scale
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X_POS = np.array([0.4, -0.3, 1.2, 0.7])

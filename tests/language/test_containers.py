@@ -12,6 +12,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 rng = np.random.default_rng(4)
 
@@ -194,9 +195,6 @@ def container_len_and_membership(x, y):
     scale = 2.0 if n == 2 else 1.0
     return np.sum(xs[0] * xs[n - 1]) * scale
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X = np.array([0.5, -0.3, 1.2, 0.8])

@@ -13,6 +13,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 rng = np.random.default_rng(2)
 
@@ -242,9 +243,6 @@ def math_function_as_argument_in_loop(x):
         total = total + fn(x) * x
     return total
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X = np.array([0.4, -0.7, 1.1])

@@ -12,6 +12,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 rng = np.random.default_rng(5)
 
@@ -133,9 +134,6 @@ def index_of_expression(x):
 def chained_indexing(X):
     return X[1:][0][2] * X[:, 1][::-1][0]
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X = np.array([0.5, -0.3, 1.2, 0.8, -1.4, 0.25])

@@ -15,6 +15,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 rng = np.random.default_rng(1)
 
@@ -271,9 +272,6 @@ def softmax(x):
     e = np.exp(x - np.max(x))
     return e / np.sum(e)
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X5 = np.array([0.3, -0.7, 1.1, 0.2, -0.4])

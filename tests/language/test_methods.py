@@ -13,6 +13,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 rng = np.random.default_rng(3)
 
@@ -177,10 +178,6 @@ def object_built_inside(x, W):
     layer = Linear(W, 0.5)
     return np.sum(layer(x) ** 2)
 
-
-def case(f, *args, label=None):
-    name = getattr(f, "__qualname__", type(f).__name__)
-    return pytest.param(f, args, id=name if label is None else f"{name}-{label}")
 
 
 X34 = rng.normal(size=(3, 4))

@@ -12,6 +12,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 
 def early_return(x):
@@ -133,9 +134,6 @@ def scalar_from_loop_dict(x):
     d = return_dict_from_loop(x)
     return d["a"] * d["b"]
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X = np.array([0.3, -0.8, 0.6, 1.2])

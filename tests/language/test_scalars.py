@@ -13,6 +13,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 CALLS = []
 
@@ -140,9 +141,6 @@ def records_only_in_untaken_branch(x):
         CALLS.append("never")
     return np.sum(np.tanh(x))
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X = np.array([0.5, -0.3, 1.2, 0.8])

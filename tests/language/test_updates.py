@@ -13,6 +13,7 @@ import pytest
 
 import adjoint
 from adjoint.testing import check_grad
+from support import case
 
 rng = np.random.default_rng(6)
 
@@ -163,9 +164,6 @@ def negative_index_assignment(x):
     y[-1] = y[0] * y[-2]
     return np.sum(y ** 2)
 
-
-def case(f, *args, label=None):
-    return pytest.param(f, args, id=f.__name__ if label is None else f"{f.__name__}-{label}")
 
 
 X = np.array([0.5, -0.3, 1.2, 0.8, -1.4])
