@@ -25,6 +25,8 @@ CASES = {
     "newton_sqrt": (functions.newton_sqrt, (0,)),
     "closure": (functions.closure, (0, 1)),
     "early_return": (functions.early_return, (0,)),
+    "squares_of_positives": (functions.squares_of_positives, (0,)),
+    "running_sum": (functions.running_sum, (0,)),
 }
 
 
@@ -49,3 +51,5 @@ def test_golden_functions_have_correct_gradients():
     check_grad(functions.closure, rng.normal(size=3), rng.normal(size=3))
     check_grad(functions.early_return, np.array([0.5, 1.0]))
     check_grad(functions.early_return, np.array([-0.5, -1.0]))
+    check_grad(functions.squares_of_positives, np.array([0.5, -1.0, 2.0]))
+    check_grad(functions.running_sum, np.array([0.5, -1.0, 2.0, 0.3]))

@@ -62,3 +62,15 @@ def early_return(x):
     if np.sum(x) > 0:
         return np.sum(x ** 2)
     return -np.sum(x)
+
+
+def squares_of_positives(x):
+    return sum([v * v for v in x if v > 0])
+
+
+def running_sum(x):
+    out = np.zeros(len(x))
+    out[0] = x[0]
+    for i in range(1, len(x)):
+        out[i] = out[i - 1] + x[i]
+    return np.sum(out * out)
