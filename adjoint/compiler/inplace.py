@@ -237,7 +237,7 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
     # `o` anew, a later iteration would update what an earlier one returned
     object_method = (
-        receiver not in facts.numbers and method_name not in _READING_METHODS and index is not None
+        receiver not in facts.numbers and _sounds_like_an_update(method_name) and index is not None
         and _invariant_in_a_loop(receiver, index, facts)
     )
     if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS or object_method):
@@ -259,12 +259,14 @@ def _invariant_in_a_loop(name, index, facts) -> bool:
     return any(not any(first <= d <= last for d in definitions) for first, last in facts.chains[index])
 
 
-# Methods known to leave their receiver as it was.
-_READING_METHODS = {
-    "get", "items", "values", "keys", "count", "index", "copy", "astype", "sum", "mean", "max", "min",
-    "prod", "std", "var", "dot", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round",
-    "argmax", "argmin", "argsort", "any", "all", "cumsum", "cumprod", "tolist", "item",
-}
+def _sounds_like_an_update(method: str) -> bool:
+    """A method of an object that, by its name, changes the object (`o.step()`, `o.update(...)`,
+    `o.set_weights(...)`); `model.forward(x)` and `layer.apply(x)` are taken to read it only."""
+    return method in _MUTATING_METHODS or method in _UPDATING_NAMES or method.startswith(_UPDATING_PREFIXES)
+
+
+_UPDATING_NAMES = {"step", "update", "reset", "refill", "push", "add", "set", "fill", "load", "zero_grad"}
+_UPDATING_PREFIXES = ("set_", "update_", "reset_", "refill", "push_", "add_", "fill_", "load_", "write")
 
 
 def _user_non_differentiable(callee) -> bool:

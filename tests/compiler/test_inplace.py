@@ -357,3 +357,27 @@ def test_residual_augmented_assignment_message():
         adjoint.testing.check_grad(residual_block, x, W, b)
     except TransformError as error:
         assert "another name or view" not in str(error), str(error)
+
+
+class _Model:
+    def __init__(self, W):
+        self.W = W
+
+    def forward(self, x):
+        return np.tanh(self.W @ x)
+
+
+_MODEL = _Model(np.eye(2) * 0.5)
+
+
+def _model_called_in_a_loop(xs):
+    total = 0.0
+    model = _MODEL
+    for x in xs:
+        total = total + np.sum(model.forward(x))
+    return total
+
+
+def test_a_method_that_reads_its_object_may_run_in_a_loop():
+    # `model.forward(x)` on one model every iteration: taken to read the model, not update it
+    check_grad(_model_called_in_a_loop, np.ones((3, 2)))
