@@ -101,8 +101,9 @@ class Aliases:
         return found
 
 
-def analyse(statements, loops) -> Aliases:
-    """`statements`: the function's simple statements; `loops`: its `for` loops."""
+def analyse(statements, loops, arrays=frozenset()) -> Aliases:
+    """`statements`: the function's simple statements; `loops`: its `for` loops; `arrays`: names
+    certainly holding numbers or arrays (assigning into an array copies the value in)."""
     definitions: dict = {}
     classes: dict = {}
     contained = set()
@@ -111,7 +112,12 @@ def analyse(statements, loops) -> Aliases:
             continue
         for target in syntax.stored_names(stmt.targets[0]):
             definitions.setdefault(target, []).append(stmt)
-        contained |= stored_into(stmt)
+        value = stmt.value
+        into_array = isinstance(value, gast.Call) and is_container_update(value) and (
+            isinstance(value.args[0], gast.Name) and value.args[0].id in arrays
+        )
+        if not into_array:
+            contained |= stored_into(stmt)
         group = syntax.stored_names(stmt.targets[0]) | aliased_by(stmt)
         if len(group) > 1:
             merged = set().union(*(classes.get(n, {n}) for n in group))
@@ -134,7 +140,8 @@ def analyse(statements, loops) -> Aliases:
             source = value.id if isinstance(value, gast.Name) else (
                 value.args[0].id if isinstance(value, gast.Call) and is_container_update(value)
                 and isinstance(value.args[0], gast.Name) else None)
-            if stored_into(stmt) or source in holders:
+            if (stored_into(stmt) and not (isinstance(value, gast.Call) and isinstance(value.args[0], gast.Name)
+                                           and value.args[0].id in arrays)) or source in holders:
                 holders.add(stmt.targets[0].id)
         if len(holders) == before:
             break

@@ -66,17 +66,18 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
     body, chains = _simple_statements(node.body)
     loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
+    params = node.args.posonlyargs + node.args.args
+    numbers = kinds.certain_numbers(node.body, {p.id for i, p in enumerate(params) if i in ctx.wrt})
     facts = _Facts(
         varied, useful, syntax.load_names(node),
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
-        aliases=aliases.analyse(body, loops),
+        aliases=aliases.analyse(body, loops, numbers),
         first_read=_first_differentiated_read(body, varied, useful, chains),
         reads=_reads(body),
         chains=chains,
         statements=body,
         immutable=_immutable(node.body, body),
-        numbers=kinds.certain_numbers(node.body, {
-            p.id for i, p in enumerate(node.args.posonlyargs + node.args.args) if i in ctx.wrt}),
+        numbers=numbers,
         modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
         | {ctx.runtime_alias},
         global_arrays={

@@ -15,6 +15,7 @@ Before:  t = (x, y); z = x * 2.0      After: sequence_names -> {t}; numeric_name
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from .. import runtime
 from . import annotations as anno
@@ -99,10 +100,24 @@ def _makes_number(value, certain) -> bool:
         return _makes_number(value.value, certain)
     callee = anno.get(value, anno.CALLEE)
     obj = getattr(callee, "obj", None)
+    if any(obj is maker for maker in _ARRAY_MAKERS):
+        return True
+    if obj is runtime.setitem:  # `y[i] = v` into an array gives an array
+        return _makes_number(value.args[0], certain)
+    if getattr(callee, "method", False) and isinstance(value.func, gast.Attribute):  # `u0.copy()`
+        return value.func.attr in _ARRAY_METHODS and _makes_number(value.func.value, certain)
     module = getattr(obj, "__module__", None) or type(obj).__module__ or ""
     return isinstance(value, gast.Call) and callee is not None and callee.rule is not None and (
         module.split(".")[0] in ("numpy", "math") or callee.rule.partials is not None
     )
+
+
+_ARRAY_METHODS = {
+    "copy", "astype", "sum", "mean", "max", "min", "prod", "std", "var", "dot", "clip", "round",
+    "cumsum", "cumprod", "flatten", "ravel", "reshape", "transpose", "squeeze", "T",
+}
+_ARRAY_MAKERS = (np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
+                 np.full_like, np.eye, np.identity, np.arange, np.linspace, np.logspace)
 
 
 def _is_int_constant(node) -> bool:
