@@ -54,6 +54,7 @@ class _Facts:
     first_read: dict[str, int]  # name -> first statement reading it with gradient
     reads: dict[str, list]  # name -> the statements reading it
     chains: list  # per statement, the [first, last] statements of the loops around it
+    arms: list  # per statement, {id of an `if` around it: 0 for its body, 1 for its `else`}
     statements: list  # the simple statements, in order
     immutable: set[str]  # names certainly holding numbers, bools or strings (loop counters)
     numbers: set[str]  # names certainly holding numbers or arrays (`kinds.certain_numbers`)
@@ -64,7 +65,7 @@ class _Facts:
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Report in-place updates and effect-only calls that cannot be differentiated faithfully."""
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
-    body, chains = _simple_statements(node.body)
+    body, chains, arms = _simple_statements(node.body)
     loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
     params = node.args.posonlyargs + node.args.args
     numbers = kinds.certain_numbers(node.body, {p.id for i, p in enumerate(params) if i in ctx.wrt})
@@ -75,6 +76,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         first_read=_first_differentiated_read(body, varied, useful, chains),
         reads=_reads(body),
         chains=chains,
+        arms=arms,
         statements=body,
         immutable=_immutable(node.body, body),
         numbers=numbers,
@@ -97,23 +99,27 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 def _simple_statements(body):
     """The statements that are not compound, in order, and for each the `[first, last]`
     indices of the loops around it, outermost first."""
-    flat, chains = [], []
+    flat, chains, arms = [], [], []
 
-    def walk(stmts, chain):
+    def walk(stmts, chain, path):
         for stmt in stmts:
             if isinstance(stmt, (gast.For, gast.While)):
                 span = [len(flat), len(flat)]
-                walk(stmt.body + stmt.orelse, chain + [span])
+                walk(stmt.body + stmt.orelse, chain + [span], path)
                 span[1] = len(flat) - 1
+            elif isinstance(stmt, gast.If):
+                walk(stmt.body, chain, path + ((id(stmt), 0),))
+                walk(stmt.orelse, chain, path + ((id(stmt), 1),))
             elif syntax.bodies(stmt):
                 for nested in syntax.bodies(stmt):
-                    walk(nested, chain)
+                    walk(nested, chain, path)
             else:
                 chains.append(chain)
+                arms.append(dict(path))
                 flat.append(stmt)
 
-    walk(body, [])
-    return flat, chains
+    walk(body, [], ())
+    return flat, chains, arms
 
 
 def _problem(stmt, index, facts: _Facts, ctx):
@@ -217,7 +223,10 @@ def _read_after(name, update, facts) -> bool:
     definitions = [i for i, s in enumerate(facts.statements) if s in facts.aliases.definitions.get(name, [])
                    and not anno.get(s, anno.PHI)]
     for read in facts.reads.get(name, []):
-        if read > update:
+        # the other arm of a branch never runs in the same pass as the update (a loop may run it
+        # next time: checked below)
+        other_arm = any(facts.arms[update].get(branch, arm) != arm for branch, arm in facts.arms[read].items())
+        if read > update and not other_arm:
             return True
         for first, last in facts.chains[read]:
             if first <= update <= last and not any(first <= d <= last for d in definitions):
