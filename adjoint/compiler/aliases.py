@@ -118,7 +118,11 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
         )
         if not into_array:
             contained |= stored_into(stmt)
-        group = syntax.stored_names(stmt.targets[0]) | aliased_by(stmt)
+        copies_a_number = isinstance(value, gast.Name) and all(  # `s = t = 0.0`: numbers are immutable
+            isinstance(d.value, gast.Constant) and isinstance(d.value.value, (int, float))
+            for d in definitions.get(value.id, [None]) if d is not None
+        ) and value.id in definitions
+        group = syntax.stored_names(stmt.targets[0]) | (set() if copies_a_number else aliased_by(stmt))
         if len(group) > 1:
             merged = set().union(*(classes.get(n, {n}) for n in group))
             for name in merged:

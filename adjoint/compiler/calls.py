@@ -243,6 +243,8 @@ def _takes_sequences(rule) -> bool:
 _SEQUENCE_PRIMITIVES = (
     runtime.append, runtime.setitem, builtins.sum, builtins.max, builtins.min, builtins.list,
     builtins.tuple, builtins.len, np.stack, np.array, np.asarray,
+    # reductions read a list as the array it makes: `np.mean(losses)`
+    np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var,
 )
 
 

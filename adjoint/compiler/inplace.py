@@ -170,18 +170,22 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     roots = known.roots(updated)
     if origins and all(isinstance(d.value, gast.Tuple) for d in origins):
         return None  # a tuple: `t += (v,)` always makes a new one, in Python too
+    if _holds_a_literal(updated, known):
+        return None  # a number: `s = t = 0.0; s += x` rebinds `s` in Python too
     item_reads = [d for d in origins if anno.get(d, anno.ITEM_READ)]
     others = known.sharing(updated)
     for d in item_reads:
         if d.value.value.id in known.holders:  # `lst[0][0] = v` may update what another name holds
             others |= known.contained | set().union(*(known.sharing(n) for n in known.contained))
     seen_later = sorted(n for n in others if _read_after(n, index, facts))
-    views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads]
+    views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads
+             and not (isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known))]
     if roots & known.loop_items:
         reason = f"`{name}` is an item of the sequence the loop walks"
     elif views:
         reason = f"`{name}` may also be reached through another name or view (`{syntax.unparse(views[0].value)}`)"
-    elif not all(aliases.is_fresh(d) or d in item_reads for d in origins):
+    elif not all(aliases.is_fresh(d) or d in item_reads or d not in views and isinstance(d.value, gast.Name)
+                 for d in origins):
         reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
     elif seen_later:
         reason = f"`{name}` may also be reached through another name or view (`{ctx.user_name(seen_later[0])}`, read afterwards)"
@@ -215,6 +219,20 @@ def _reads(body) -> dict:
         for name in syntax.load_names(stmt):
             reads.setdefault(name, []).append(index)
     return reads
+
+
+def _holds_a_literal(name, known, seen=None) -> bool:
+    """Whether every value `name` can hold is a number literal, through plain copies."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return True
+    seen.add(name)
+    definitions = known.definitions.get(name, [])
+    return bool(definitions) and all(
+        isinstance(d.value, gast.Constant) and isinstance(d.value.value, (int, float))
+        or isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known, seen)
+        for d in definitions
+    )
 
 
 def _read_after(name, update, facts) -> bool:

@@ -26,9 +26,10 @@ class Iteration:
 
     def _for(self, stmt):
         walked = _walked_names(stmt.iter)
+        position = _enumerate_position(stmt)
         for child in (n for s in stmt.body for n in gast.walk(s)):
             updated = _updated_container(child)
-            if updated in walked:
+            if updated in walked and not _writes_at(child, position):
                 self.ctx.problem(
                     child, f"this updates `{updated}`, which the loop walks: Python would walk the updated "
                     "items, adjoint's copy would not", f"walk a copy (`for ... in list({updated})`) or index by position",
@@ -108,6 +109,23 @@ _ITERATORS = {"range": range, "enumerate": enumerate, "zip": zip, "reversed": re
 def _value(item):
     """What an unpacked loop target is assigned: a name, or a tuple of names."""
     return item if isinstance(item, gast.AST) else syntax.name(item)
+
+
+def _enumerate_position(loop):
+    """`i` in `for i, v in enumerate(y)`, or None."""
+    iterable, target = loop.iter, loop.target
+    if isinstance(iterable, gast.Call) and getattr(iterable.func, "id", None) == "enumerate" and len(iterable.args) == 1:
+        if isinstance(target, gast.Tuple) and isinstance(target.elts[0], gast.Name):
+            return target.elts[0].id
+    return None
+
+
+def _writes_at(node, position) -> bool:
+    """`y[i] = ...` where `i` is the loop's own position: the item the loop has just walked."""
+    targets = node.targets if isinstance(node, gast.Assign) else [getattr(node, "target", None)]
+    return position is not None and any(
+        isinstance(t, gast.Subscript) and isinstance(t.slice, gast.Name) and t.slice.id == position for t in targets
+    )
 
 
 def _walked_names(iterable) -> set:
