@@ -24,8 +24,8 @@ USEFUL = "useful"
 
 
 # On a copy `a = b` that `ssa` inserted where control flow joins: "join" (end of a branch arm),
-# "entry" (before a loop), "back" (end of a loop body) or "exit" (after a loop). Written by
-# `ssa`, read by `aliases` and `inplace` (copies move values, they alias nothing), `loops` (the
+# "entry" (before a loop), "back" (end of a loop body) or "exit" (after a loop); "move" for the
+# copies `normalize` makes of a swap `u, v = v, u`. Written by `ssa` and `normalize`, read by `aliases` and `inplace` (copies move values, they alias nothing), `loops` (the
 # tape is appended before the "back" copies), `emit` (no comment of their own) and `optimize`
 # (drops dead ones).
 PHI = "phi"

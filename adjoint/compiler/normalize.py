@@ -133,6 +133,8 @@ class _Normalizer(Lowering, Iteration, ItemUpdates):
         elif _is_parallel(first, value):
             for target, element in zip(first.elts, value.elts):
                 self._assign([target], element)
+        elif _is_swap(first, value):
+            self._swap(first, value)
         else:
             self._unpack(first, self.atom(value, "_".join(syntax.target_names(first))))
         for other in others:
@@ -143,6 +145,18 @@ class _Normalizer(Lowering, Iteration, ItemUpdates):
                 self._emit(syntax.assign(other.id, syntax.name(source)))
             else:
                 self._assign([other], syntax.name(source))
+
+    def _swap(self, target, value):
+        """`u, v = v, u`: every value is read before any name is bound, through copies that move
+        values (marked like `ssa`'s joins: they alias nothing)."""
+        moved = []
+        for element, item in zip(target.elts, value.elts):
+            source = self.atom(item, element.id)
+            temp = self.ctx.namer.new(f"{element.id}_new")
+            self._emit(anno.copy_origin(self.origin, _move(temp, source)))
+            moved.append(temp)
+        for element, temp in zip(target.elts, moved):
+            self._emit(_move(element.id, syntax.name(temp)))
 
     def _unpack(self, target, source):
         starred = [i for i, e in enumerate(target.elts) if isinstance(e, gast.Starred)]
@@ -336,6 +350,21 @@ _LIBRARIES = {"numpy", "math", "scipy", "builtins", "cmath"}
 
 
 _UNBOUND = object()
+
+
+def _is_swap(target, value) -> bool:
+    """`u, v = v, u`: names assigned from a display of the same length that reads them."""
+    return (
+        isinstance(target, (gast.Tuple, gast.List)) and isinstance(value, (gast.Tuple, gast.List))
+        and len(target.elts) == len(value.elts) and all(isinstance(e, gast.Name) for e in target.elts)
+        and len({e.id for e in target.elts}) == len(target.elts)
+    )
+
+
+def _move(target: str, source) -> gast.Assign:
+    copy = syntax.assign(target, source)
+    anno.set_(copy, anno.PHI, "move")
+    return copy
 
 
 def _is_parallel(target, value) -> bool:
