@@ -193,7 +193,10 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
         if roots & facts.params and not origins:
             ctx.updated_parameters |= {(r, getattr(where, "lineno", None)) for r in roots & facts.params}
         return None
-    if update is not None:
+    if roots & known.loop_items or views:
+        # rebinding the name would leave the array it views unchanged: a different program
+        hint = "update the array it is part of (`X[i] /= ...`), or copy first if that is not the intent"
+    elif update is not None:
         sign = syntax.symbol(update.op)
         hint = f"write `{name} = {name} {sign} ...` to make the new value explicit"
     else:
