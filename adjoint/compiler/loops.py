@@ -12,12 +12,15 @@ Gradients into parts of an array or list defined outside the loop (`x[i]`, the r
 iterated sequence) are added in place into a buffer that the pullback owns, instead of
 materialising a full-size cotangent per iteration.
 
-Before:                              After (forward):              (pullback):
-    for i in range(n):                   tape = []                     for h_1, s in reversed(tape):
-        h_1 = np.tanh(h)                 for i in range(n):                s_bar = h_2_bar
-        h = h_1                              s = np.tanh(h)                h_2_bar = ...
-                                             tape.append((h, s))
-                                             h = s
+Before (after `ssa`):              After, forward:               and pullback:
+    h_1 = h                            h_1 = h                       h_1_bar = h_3_bar
+    for t in range(n):                 tape = []                     W_bar = adj.zeros_like(W)
+        h_matmul = W @ h_1             for t in range(n):            for h_1, h_2 in reversed(tape):
+        h_2 = np.tanh(h_matmul)            h_matmul = W @ h_1            h_2_bar = h_1_bar
+        h_1 = h_2                          h_2 = np.tanh(h_matmul)       h_matmul_bar = h_2_bar * (1 - h_2 ** 2)
+    h_3 = h_1                              tape.append((h_1, h_2))       W_bar = W_bar + adj.matmul_lhs_bar(...)
+                                           h_1 = h_2                     h_1_bar = adj.matmul_rhs_bar(...)
+                                       h_3 = h_1                     h_bar = h_1_bar
 """
 
 from __future__ import annotations
