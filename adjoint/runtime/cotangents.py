@@ -109,7 +109,10 @@ def unreduce(g, x, axis=None, keepdims=False):
 
 
 def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
-    """Cotangent of `max`/`min`: to the chosen entries, shared equally between ties."""
+    """Cotangent of `max`/`min`: to the chosen entries, shared equally between ties. A list or
+    tuple (`np.max(losses)`) is reduced as the array it makes, and gets that array's cotangent."""
+    if type(x) is list or type(x) is tuple:
+        x = np.asarray(x)
     if axis is not None and not keepdims:
         g = np.expand_dims(g, axis)
         ans = np.expand_dims(ans, axis)

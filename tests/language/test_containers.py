@@ -247,3 +247,20 @@ def test_generator_expression_dot_gradient():
 
 def test_filtered_comprehension_gradient():
     np.testing.assert_allclose(adjoint.grad(list_comprehension_with_filter)(X.copy()), np.where(X > 0, 2 * X, 0.0))
+
+
+def reductions_of_a_list_of_losses(x):
+    losses = []
+    for v in x:
+        losses.append(v * v)
+    return np.max(losses) + np.mean(losses) + np.std(losses) + np.prod(losses) + np.sum(losses)
+
+
+def reductions_of_a_list_of_rows(X):
+    rows = [np.sin(r) for r in X]
+    return np.sum(rows) + np.min(rows)
+
+
+def test_numpy_reductions_of_lists_reduce_the_array_they_make():
+    check_grad(reductions_of_a_list_of_losses, np.array([0.5, -1.2, 0.3]))
+    check_grad(reductions_of_a_list_of_rows, np.array([[0.5, -1.2], [0.3, 0.9]]))
