@@ -39,6 +39,11 @@ LOOP = "loop"
 # `aliases` and `inplace`.
 ITEM_READ = "item_read"
 
+# On an update (`y = adj.setitem(y, ...)`, `x = x + d` from `x += d`) that names read out of the
+# same array before it could see in plain Python: those names, which `reverse` checks at run
+# time share no memory with the updated array. Written by `inplace`, read by `reverse`.
+SHARING_CHECK = "sharing_check"
+
 # On `x = x + d` written by the user as `x += d`: the user's `AugAssign` statement. Written by
 # `normalize`, read by `inplace`, which checks that the rewrite is faithful.
 IN_PLACE = "in_place"

@@ -187,7 +187,7 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     elif not all(aliases.is_fresh(d) or d in item_reads or d not in views and isinstance(d.value, gast.Name)
                  for d in origins):
         reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
-    elif seen_later:
+    elif seen_later and not _checkable_at_run_time(stmt, seen_later, index, facts):
         reason = f"`{name}` may also be reached through another name or view (`{ctx.user_name(seen_later[0])}`, read afterwards)"
     else:
         if roots & facts.params and not origins:
@@ -222,6 +222,22 @@ def _reads(body) -> dict:
         for name in syntax.load_names(stmt):
             reads.setdefault(name, []).append(index)
     return reads
+
+
+def _checkable_at_run_time(stmt, names, index, facts) -> bool:
+    """Whether the only names that could see an update are items read out of an array before
+    it (`x, y = state[0], state[1]`): a scalar item shares no memory, a row would. Then the
+    update is allowed and `reverse` checks, at run time, that they share no memory with it
+    (`SHARING_CHECK`)."""
+    known = facts.aliases
+    for name in names:
+        origins = known.origins(name)
+        if not origins or not all(isinstance(d.value, gast.Subscript) for d in origins):
+            return False
+        if not any(i < index for i, s in enumerate(facts.statements) if s in origins):
+            return False  # defined after the update: not there to check
+    anno.set_(stmt, anno.SHARING_CHECK, tuple(names))
+    return True
 
 
 def _holds_a_literal(name, known, seen=None) -> bool:

@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from ..errors import AdjointError  # noqa: F401  (importable from here, as it always was)
-from .calls import captured, closure_vjp, method_vjp, star_vjp, unbound, unconcat
+from .calls import captured, check_unshared, closure_vjp, method_vjp, star_vjp, unbound, unconcat
 from .cotangents import (
     RuleError, add, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
     zeros_like,
@@ -70,6 +70,7 @@ __all__ = [
     "star_vjp",
     "unconcat",
     "unbound",
+    "check_unshared",
     "no_cotangents",
     "zeros_for_none",
 ]

@@ -301,6 +301,24 @@ class unbound:  # noqa: N801  (reads as a call in generated code: `y = adj.unbou
         return f"adj.unbound({self.name!r})"
 
 
+def check_unshared(updated, others, name, other_names, where):
+    """Refuse, at run time, an update that values read out of the same array would see in plain
+    Python (views: rows, slices); scalar items share no memory and pass.
+
+    >>> state = np.zeros(2)
+    >>> check_unshared(state, (state[0],), "state", ("x",), "f.py:3")
+    """
+    if not isinstance(updated, np.ndarray):
+        return
+    for other, other_name in zip(others, other_names):
+        if isinstance(other, np.ndarray) and np.may_share_memory(updated, other):
+            raise RuleError(
+                f"{where}: this update of `{name}` would show through `{other_name}`, a view of it read "
+                f"afterwards, and adjoint updates a copy: copy the view (`{other_name} = ...copy()`) or "
+                f"update `{name}` after the last use of `{other_name}`"
+            )
+
+
 # ---- dict methods -----------------------------------------------------------------------------
 
 def _dict_get(d, key, default=None):

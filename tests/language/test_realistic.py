@@ -1168,7 +1168,6 @@ def euler_lotka_volterra(params, y0):
     return state[0] ** 2 + state[1]
 
 
-@pytest.mark.xfail(strict=True, reason='a subscript read is taken as a possible view of the array; only a run-time check of actual sharing could tell a scalar item apart (issue 8)')
 def test_euler_reading_scalar_items_before_updating_the_state():
     """`y = state[1]` of a 1-D array is a scalar, not a view: `state[0] = ...` cannot change it."""
     check_grad(euler_lotka_volterra, np.array([1.0, 0.4, 0.8, 0.2]), np.array([1.5, 1.0]))

@@ -241,3 +241,27 @@ def test_pullback_with_updates_can_be_called_twice(f, args):
     (first,) = back(1.0)
     (second,) = back(1.0)
     np.testing.assert_array_equal(first, second)
+
+
+def scalar_items_then_update(s):
+    state = s * 1.0
+    a, b = state[0], state[1]
+    state[0] = a + b
+    return np.sum(state) * b
+
+
+def row_view_then_update(X):
+    Y = X * 1.0
+    row = Y[0]
+    Y[0, 1] = 5.0
+    return np.sum(row * Y)
+
+
+def test_items_read_before_an_update_are_checked_at_run_time():
+    # a scalar item shares no memory with the array: differentiated
+    check_grad(scalar_items_then_update, np.array([1.0, 2.0]))
+    assert "adj.check_unshared(state, (b,)" in adjoint.source(scalar_items_then_update)
+    # a row is a view: plain Python would show the update through it, adjoint's copy would not
+    with pytest.raises(adjoint.AdjointError, match=r"would show through `row`") as info:
+        adjoint.grad(row_view_then_update)(np.ones((2, 2)))
+    assert f"{__file__}:{row_view_then_update.__code__.co_firstlineno + 3}" in str(info.value)
