@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from . import registry, runtime
+from . import arguments, registry, runtime
 from .compiler import pipeline
 from .errors import AdjointError, TransformError
 
@@ -72,8 +72,8 @@ def grad(f, wrt=0):
     @functools.wraps(f)
     def gradient_of_f(*args, **kwargs):
         value, back = _pullback(f, args, kwargs, positions)
-        cotangents = back(_unit(value, f))
-        return _select(cotangents, wrt)
+        cotangents = back(arguments.unit(value, f))
+        return arguments.select(cotangents, wrt)
 
     return gradient_of_f
 
@@ -99,10 +99,10 @@ def value_and_grad(f, wrt=0, has_aux=False):
         if has_aux:
             if not (isinstance(value, tuple) and len(value) == 2):
                 raise AdjointError(f"with has_aux=True, {_name(f)} must return a pair (value, aux)")
-            cotangents = back((_unit(value[0], f), None))
+            cotangents = back((arguments.unit(value[0], f), None))
         else:
-            cotangents = back(_unit(value, f))
-        return value, _select(cotangents, wrt)
+            cotangents = back(arguments.unit(value, f))
+        return value, arguments.select(cotangents, wrt)
 
     return value_and_gradient_of_f
 
@@ -117,7 +117,7 @@ def gradient(f, *args, **kwargs):
     (5.0, 3.0)
     """
     value, back = pullback(f, *args, **kwargs)
-    return back(_unit(value, f))
+    return back(arguments.unit(value, f))
 
 
 def source(f, wrt=None) -> str:
@@ -184,7 +184,7 @@ def _pullback(f, args, kwargs, positions):
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
             "positional arguments"
         )
-    wrt = tuple(i for i in positions if _carries_gradient(args[i], i, f))
+    wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
     if registry.lookup(f) is not None:
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
@@ -196,9 +196,9 @@ def _pullback(f, args, kwargs, positions):
 
     def back(cotangent):
         with _recursion_headroom():
-            cotangents = registry.padded(generated_pullback(_complete(value, cotangent)), len(args))
-        projected = [_project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))]
-        return _unshared(projected, cotangent)
+            cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+        projected = [arguments.project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))]
+        return arguments.unshared(projected, cotangent)
 
     return value, back
 
@@ -238,26 +238,6 @@ def _is_array_method(f) -> bool:
     return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
 
 
-def _unshared(cotangents, seed) -> tuple:
-    """The cotangents, copied where one shares memory with another or with the caller's `seed`
-    (`x + y` hands its cotangent to both), so updating one in place changes nothing else."""
-    seen = [leaf for leaf in _leaves(seed) if isinstance(leaf, np.ndarray)]
-    result = []
-    for cotangent in cotangents:
-        if isinstance(cotangent, np.ndarray):
-            if any(cotangent is s or np.may_share_memory(cotangent, s) for s in seen):
-                cotangent = cotangent.copy()
-            seen.append(cotangent)
-        result.append(cotangent)
-    return tuple(result)
-
-
-def _leaves(tree):
-    if isinstance(tree, (tuple, list)):
-        return [leaf for t in tree for leaf in _leaves(t)]
-    return [tree]
-
-
 def _forward(f, wrt):
     try:
         return pipeline.forward_function(f, wrt)
@@ -272,103 +252,11 @@ def _forward(f, wrt):
         raise TransformError(error.function_name, error.problems, context) from None
 
 
-def _carries_gradient(arg, index, f) -> bool:
-    if runtime.is_differentiable(arg):
-        if type(arg) is complex or getattr(arg, "dtype", None) is not None and arg.dtype.kind == "c":
-            raise AdjointError(
-                f"argument {index} of {_name(f)} is complex: differentiating complex inputs is "
-                "not supported yet. Split it into real and imaginary parts."
-            )
-        return True
-    if isinstance(arg, (tuple, list, dict)) and _has_float_leaf(arg):
-        raise AdjointError(
-            f"argument {index} of {_name(f)} is a {type(arg).__name__} holding floats: "
-            "gradients with respect to containers are not supported yet. Pass the arrays as "
-            "separate arguments."
-        )
-    return False
-
-
-def _has_float_leaf(tree) -> bool:
-    if isinstance(tree, dict):
-        tree = list(tree.values())
-    if isinstance(tree, (tuple, list)):
-        return any(_has_float_leaf(t) for t in tree)
-    return runtime.is_differentiable(tree)
-
-
-def _complete(value, cotangent):
-    """The cotangent the user gave, checked against the value, `None` leaves made zeros."""
-    if isinstance(value, (tuple, list)):
-        if cotangent is None:
-            cotangent = [None] * len(value)
-        if not isinstance(cotangent, (tuple, list)) or len(cotangent) != len(value):
-            raise AdjointError(
-                f"the cotangent must mirror the output: a {type(value).__name__} of {len(value)}"
-            )
-        return type(value)(_complete(v, c) for v, c in zip(value, cotangent))
-    if cotangent is None:
-        return runtime.zeros_like(value)
-    if np.shape(cotangent) != np.shape(value):
-        raise AdjointError(
-            f"the cotangent has shape {np.shape(cotangent)} but the output has shape {np.shape(value)}"
-        )
-    return cotangent
-
-
-def _project(arg, cotangent):
-    """`cotangent` as the same kind of value as `arg`: float for float, dtype for arrays."""
-    if (
-        type(cotangent) is np.ndarray and type(arg) is np.ndarray and cotangent.dtype == arg.dtype
-        and cotangent.shape == arg.shape and cotangent.flags.writeable
-    ):
-        return cotangent
-    if cotangent is None:
-        return runtime.zeros_like(arg)
-    if type(arg) is float:
-        return float(np.real(cotangent))
-    dtype = arg.dtype if isinstance(arg, (np.ndarray, np.generic)) else np.result_type(arg)
-    if isinstance(arg, np.generic):
-        return dtype.type(cotangent if dtype.kind == "c" else np.real(cotangent))
-    result = np.asarray(cotangent)
-    if dtype.kind != "c":
-        result = np.real(result)
-    if result.dtype != dtype or not result.flags.writeable:
-        result = np.array(result, dtype=dtype)
-    if result.shape != np.shape(arg):
-        raise AdjointError(f"internal error: cotangent shape {result.shape} for an argument of shape {np.shape(arg)}")
-    return result
-
-
-def _unit(value, f):
-    """The seed of a gradient: 1 shaped like the scalar output."""
-    if not (runtime.is_differentiable(value) and np.ndim(value) == 0):
-        kind = f"an array of shape {np.shape(value)}" if np.ndim(value) else type(value).__name__
-        raise AdjointError(
-            f"grad needs {_name(f)} to return a float scalar, but it returned {kind}. "
-            "For other outputs use adjoint.pullback(f, *args) and pass a cotangent to back()."
-        )
-    if isinstance(value, np.generic):
-        return type(value)(1)  # a NumPy scalar, not a 0-d array: scalar code stays on fast paths
-    return np.ones_like(value) if isinstance(value, np.ndarray) else type(value)(1)
-
-
 def _positions(wrt):
     positions = (wrt,) if isinstance(wrt, int) else wrt
     if isinstance(positions, tuple) and all(isinstance(i, int) and i >= 0 for i in positions):
         return positions
     raise AdjointError(f"wrt must be a non-negative int or a tuple of them, not {wrt!r}")
-
-
-def _select(cotangents, wrt):
-    if isinstance(wrt, int):
-        return cotangents[wrt]
-    seen, selected = set(), []
-    for i in wrt:  # `wrt=(0, 0)` gets two arrays, not one shared
-        selected.append(np.copy(cotangents[i]) if i in seen and cotangents[i] is not None else cotangents[i])
-        seen.add(i)
-    return tuple(selected)
-
 
 
 def _require_python_function(f):
@@ -381,8 +269,7 @@ def _require_python_function(f):
         )
 
 
-def _name(f) -> str:
-    return f"`{getattr(f, '__qualname__', f)}`"
+_name = arguments.name_of
 
 
 def _transform_for_runtime(fn, wrt):
