@@ -31,16 +31,9 @@ import types
 import gast
 import numpy as np
 
-from ..errors import AdjointError, TransformError
-from . import aliases, kinds, resolve, syntax
+from . import aliases, effects, kinds, resolve, syntax
 from . import annotations as anno
 from .context import Context
-
-_MUTATING_METHODS = {
-    "sort", "fill", "put", "resize", "partition", "itemset", "setflags", "append", "extend",
-    "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "reverse",
-}
-
 
 @dataclasses.dataclass
 class _Facts:
@@ -132,7 +125,7 @@ def _problem(stmt, index, facts: _Facts, ctx):
                     "pullback would see the updated values", f"update a copy instead, or update `{shown}` before it is used")
     callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
     if callee is not None and isinstance(stmt, gast.Assign) and set(_stored(stmt)) & set(facts.first_read) and (
-        _updates_its_arguments(callee)
+        effects.updates_its_arguments(callee)
     ):
         return (value, f"`{callee.text}` updates an array in place (an argument, or one it reaches another way), "
                 "and the pullback reads what it returns: a later call could change it",
@@ -146,11 +139,11 @@ def _problem(stmt, index, facts: _Facts, ctx):
         return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
                 "assign the result to a name instead")
     if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _passes_varied(value, facts.varied) and (
-        not _leaves_its_arguments(anno.get(value, anno.CALLEE))
+        not effects.leaves_its_arguments(anno.get(value, anno.CALLEE))
     ):
         return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
                 "differentiate", _effect_hint(value))
-    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and _may_update_globals(value):
+    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and effects.may_update_globals(value):
         read = sorted(g for g in facts.global_arrays if facts.first_read.get(g, index) < index)
         if read:
             return (value, f"this call may update the module-level array the pullback reads as `{read[0]}`",
@@ -284,15 +277,15 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
     # `o` anew, a later iteration would update what an earlier one returned
     object_method = (
-        receiver not in facts.numbers and _sounds_like_an_update(method_name) and index is not None
+        receiver not in facts.numbers and effects.sounds_like_an_update(method_name) and index is not None
         and _invariant_in_a_loop(receiver, index, facts)
     )
-    if receiver and receiver not in facts.modules and (effect_only or method_name in _MUTATING_METHODS or object_method):
+    if receiver and receiver not in facts.modules and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
     arguments = {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
-    if effect_only and not pure and not _leaves_its_arguments(callee) or _user_non_differentiable(callee) or (
-        _updates_its_arguments(callee)
+    if effect_only and not pure and not effects.leaves_its_arguments(callee) or effects.user_non_differentiable(callee) or (
+        effects.updates_its_arguments(callee)
     ):
         updated |= arguments
     return updated - facts.immutable
@@ -306,61 +299,11 @@ def _invariant_in_a_loop(name, index, facts) -> bool:
     return any(not any(first <= d <= last for d in definitions) for first, last in facts.chains[index])
 
 
-def _sounds_like_an_update(method: str) -> bool:
-    """A method of an object that, by its name, changes the object (`o.step()`, `o.update(...)`,
-    `o.set_weights(...)`); `model.forward(x)` and `layer.apply(x)` are taken to read it only."""
-    return method in _MUTATING_METHODS or method in _UPDATING_NAMES or method.startswith(_UPDATING_PREFIXES)
-
-
-_UPDATING_NAMES = {"step", "update", "reset", "refill", "push", "add", "set", "fill", "load", "zero_grad"}
-_UPDATING_PREFIXES = ("set_", "update_", "reset_", "refill", "push_", "add_", "fill_", "load_", "write")
-
-
-def _user_non_differentiable(callee) -> bool:
-    """A function the user declared non-differentiable: adjoint cannot see whether it updates
-    its arguments, so it may."""
-    if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
-        return False
-    module = getattr(callee.obj, "__module__", None) or ""
-    return module.split(".")[0] not in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}
-
-
 def _effect_hint(call) -> str:
-    if isinstance(call.func, gast.Attribute) and call.func.attr in _MUTATING_METHODS:
+    if isinstance(call.func, gast.Attribute) and call.func.attr in effects.MUTATING_METHODS:
         method = call.func.attr
         return f"`.{method}` updates its receiver in place: build a new value instead (`xs = xs + [...]`)"
     return "use its result, or mark the function @adjoint.non_differentiable"
-
-
-def _leaves_its_arguments(callee) -> bool:
-    """A function of yours known, from its transform, to update none of its arguments: calling it
-    for its effect (a print, a log) runs it plainly."""
-    return callee is not None and callee.kind == resolve.PYTHON and _updates_its_arguments(callee) is False
-
-
-def _updates_its_arguments(callee):
-    """A function of yours that, transformed, updates a parameter in place (`out[:] = ...`); True
-    also when it cannot be transformed because of an update, None when it cannot be told."""
-    if callee is None or callee.kind != resolve.PYTHON:
-        return None
-    from . import pipeline  # noqa: PLC0415  (the pipeline runs this pass)
-
-    code = callee.obj.__code__
-    if code in _CHECKING:
-        return False  # a recursive call: its own check is under way
-    _CHECKING.add(code)
-    try:
-        return bool(pipeline.compiled(callee.obj, ()).updated_parameters)
-    except TransformError as error:
-        # refused for an update it makes (of a global, through a view): it may update ours too
-        return True if any("in place" in p.message or "updates `" in p.message for p in error.problems) else None
-    except AdjointError:
-        return None  # it cannot be transformed: called plainly, as before
-    finally:
-        _CHECKING.discard(code)
-
-
-_CHECKING: set = set()  # the code objects whose in-place updates are being checked
 
 
 def _outputs(call, callee) -> list:
@@ -394,12 +337,6 @@ def _passes_varied(call, varied) -> bool:
     if callee is not None and callee.kind == resolve.RULE and aliases.returns_new_array(callee):
         return False  # a pure NumPy function whose result is simply unused
     return bool(syntax.load_names(call) & varied)
-
-
-def _may_update_globals(call) -> bool:
-    """A call of your own Python code (which may update a module-level array)."""
-    callee = anno.get(call, anno.CALLEE)
-    return callee is not None and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method
 
 
 def _immutable(tree, body) -> set[str]:

@@ -1,0 +1,77 @@
+"""Effects: which calls may update the arrays they are given or reach, for `inplace`.
+
+A call of your own function is asked of its transform (`pipeline.compiled(fn, ())` records the
+parameters it updates in place); a method of an object is judged by its name (`o.step()`,
+`o.update(...)` update; `model.forward(x)` reads); a function you declared non-differentiable,
+whose code adjoint does not read, may update its arguments.
+"""
+
+from __future__ import annotations
+
+from ..errors import AdjointError, TransformError
+from . import annotations as anno
+from . import resolve
+
+
+MUTATING_METHODS = {
+    "sort", "fill", "put", "resize", "partition", "itemset", "setflags", "append", "extend",
+    "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "reverse",
+}
+
+
+def sounds_like_an_update(method: str) -> bool:
+    """A method of an object that, by its name, changes the object (`o.step()`, `o.update(...)`,
+    `o.set_weights(...)`); `model.forward(x)` and `layer.apply(x)` are taken to read it only."""
+    return method in MUTATING_METHODS or method in _UPDATING_NAMES or method.startswith(_UPDATING_PREFIXES)
+
+
+_UPDATING_NAMES = {"step", "update", "reset", "refill", "push", "add", "set", "fill", "load", "zero_grad"}
+
+
+_UPDATING_PREFIXES = ("set_", "update_", "reset_", "refill", "push_", "add_", "fill_", "load_", "write")
+
+
+def user_non_differentiable(callee) -> bool:
+    """A function the user declared non-differentiable: adjoint cannot see whether it updates
+    its arguments, so it may."""
+    if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
+        return False
+    module = getattr(callee.obj, "__module__", None) or ""
+    return module.split(".")[0] not in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}
+
+
+def leaves_its_arguments(callee) -> bool:
+    """A function of yours known, from its transform, to update none of its arguments: calling it
+    for its effect (a print, a log) runs it plainly."""
+    return callee is not None and callee.kind == resolve.PYTHON and updates_its_arguments(callee) is False
+
+
+def updates_its_arguments(callee):
+    """A function of yours that, transformed, updates a parameter in place (`out[:] = ...`); True
+    also when it cannot be transformed because of an update, None when it cannot be told."""
+    if callee is None or callee.kind != resolve.PYTHON:
+        return None
+    from . import pipeline  # noqa: PLC0415  (the pipeline runs this pass)
+
+    code = callee.obj.__code__
+    if code in _CHECKING:
+        return False  # a recursive call: its own check is under way
+    _CHECKING.add(code)
+    try:
+        return bool(pipeline.compiled(callee.obj, ()).updated_parameters)
+    except TransformError as error:
+        # refused for an update it makes (of a global, through a view): it may update ours too
+        return True if any("in place" in p.message or "updates `" in p.message for p in error.problems) else None
+    except AdjointError:
+        return None  # it cannot be transformed: called plainly, as before
+    finally:
+        _CHECKING.discard(code)
+
+
+_CHECKING: set = set()  # the code objects whose in-place updates are being checked
+
+
+def may_update_globals(call) -> bool:
+    """A call of your own Python code (which may update a module-level array)."""
+    callee = anno.get(call, anno.CALLEE)
+    return callee is not None and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method
