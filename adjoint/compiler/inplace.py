@@ -35,6 +35,7 @@ from . import aliases, effects, kinds, resolve, syntax
 from . import annotations as anno
 from .context import Context
 
+
 @dataclasses.dataclass
 class _Facts:
     """What the checks need to know about the whole function."""
