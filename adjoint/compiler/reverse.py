@@ -36,6 +36,7 @@ from . import annotations as anno
 from . import calls, kinds, loops, resolve, syntax
 from . import activity
 from .activity import targets
+from .cotangents import Cotangents
 from .context import Context
 
 _OPERATORS = {
@@ -50,34 +51,6 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     return _Reverse(node, ctx).build()
 
 
-class _Cotangents:
-    """Names of cotangents, and which are known to be nonzero at each point of the pullback."""
-
-    def __init__(self, ctx: Context, numeric: set[str]):
-        self.ctx = ctx
-        self.names: dict[str, str] = {}
-        self.live: set[str] = set()
-        self.numeric = numeric  # values known to be numbers or arrays: their cotangents add with `+`
-
-    def name(self, var: str) -> str:
-        if var not in self.names:
-            self.names[var] = self.ctx.namer.new(f"{var}_bar")
-        return self.names[var]
-
-    def load(self, var: str):
-        return syntax.name(self.name(var))
-
-    def accumulate(self, var: str, expr) -> gast.Assign:
-        bar = self.name(var)
-        if var not in self.live:
-            self.live.add(var)
-            return syntax.assign(bar, expr)
-        if var in self.numeric:
-            return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Add, expr))
-        # A tuple's cotangent is a tuple, which `+` would concatenate.
-        return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
-
-
 class _Reverse(calls.CallAdjoints):
     def __init__(self, node, ctx: Context):
         self.node, self.ctx = node, ctx
@@ -86,7 +59,7 @@ class _Reverse(calls.CallAdjoints):
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
         self.numbers = kinds.certain_numbers(node.body, {params[i] for i in ctx.wrt if isinstance(i, int) and i < len(params)})
-        self.cot = _Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
+        self.cot = Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order
         self.alias = ctx.runtime_alias

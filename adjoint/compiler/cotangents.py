@@ -1,0 +1,45 @@
+"""Cotangent names: `x_bar` for `x`, and which are nonzero at each point of the pullback.
+
+Used by `reverse`, `calls` and `loops` while they write the pullback backwards: a cotangent is
+"live" once something has been added to it; the first contribution assigns it, later ones add
+to it (`+` for numbers and arrays, `adj.add` for tuples, lists and dicts, which `+` would
+concatenate); a definition consumes its name's cotangent.
+
+Before: contributions 2 * y_bar, then z_bar to x      After:  x_bar = 2 * y_bar
+                                                              x_bar = x_bar + z_bar
+"""
+
+from __future__ import annotations
+
+import gast
+
+from . import syntax
+from .context import Context
+
+
+class Cotangents:
+    """Names of cotangents, and which are known to be nonzero at each point of the pullback."""
+
+    def __init__(self, ctx: Context, numeric: set[str]):
+        self.ctx = ctx
+        self.names: dict[str, str] = {}
+        self.live: set[str] = set()
+        self.numeric = numeric  # values known to be numbers or arrays: their cotangents add with `+`
+
+    def name(self, var: str) -> str:
+        if var not in self.names:
+            self.names[var] = self.ctx.namer.new(f"{var}_bar")
+        return self.names[var]
+
+    def load(self, var: str):
+        return syntax.name(self.name(var))
+
+    def accumulate(self, var: str, expr) -> gast.Assign:
+        bar = self.name(var)
+        if var not in self.live:
+            self.live.add(var)
+            return syntax.assign(bar, expr)
+        if var in self.numeric:
+            return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Add, expr))
+        # A tuple's cotangent is a tuple, which `+` would concatenate.
+        return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
