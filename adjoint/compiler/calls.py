@@ -150,7 +150,7 @@ class CallAdjoints:
             if not names:
                 names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
             split = syntax.call(f"{self.alias}.unconcat", [syntax.name(bar)] + list(operands))
-            return [syntax.assign(names[0], split)], [_item(syntax.name(names[0]), i) for i in range(2)]
+            return [syntax.assign(names[0], split)], [syntax.subscript(syntax.name(names[0]), i) for i in range(2)]
 
         self._adjoint(stmt, target, operands, make)
 
@@ -180,11 +180,11 @@ class CallAdjoints:
         def make(bar):
             cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
             if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
-                return [], [_item(cotangents, i) if i in active else None for i in range(len(args))]
+                return [], [syntax.subscript(cotangents, i) if i in active else None for i in range(len(args))]
             if not names:
                 names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
             bars = names[0]
-            contributions = [_item(syntax.name(bars), i) if i in active else None for i in range(len(args))]
+            contributions = [syntax.subscript(syntax.name(bars), i) if i in active else None for i in range(len(args))]
             return [syntax.assign(bars, cotangents)], contributions
 
         self._adjoint(stmt, target, args, make)
@@ -246,7 +246,3 @@ _SEQUENCE_PRIMITIVES = (
     # reductions read a list as the array it makes: `np.mean(losses)`
     np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var,
 )
-
-
-def _item(value, index):
-    return syntax.subscript(value, index)

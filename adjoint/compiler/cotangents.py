@@ -34,6 +34,13 @@ class Cotangents:
     def load(self, var: str):
         return syntax.name(self.name(var))
 
+    def zeros(self, var: str, like: str | None = None) -> gast.Assign:
+        """`x_bar = adj.zeros_like(x)` (shaped like `like` if given): a cotangent made nonzero."""
+        return syntax.assign(self.name(var), self.zeros_of(like or var))
+
+    def zeros_of(self, var: str):
+        return syntax.call(f"{self.ctx.runtime_alias}.zeros_like", [syntax.name(var)])
+
     def accumulate(self, var: str, expr) -> gast.Assign:
         bar = self.name(var)
         if var not in self.live:

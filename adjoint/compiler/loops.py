@@ -120,11 +120,11 @@ def emit(rev, record: LoopRecord) -> list:
         if grown == persistent:
             break
         persistent = grown
-    code += [_zeros(rev, name, name) for name in sorted(persistent - cot.live)]
+    code += [cot.zeros(name) for name in sorted(persistent - cot.live)]
     cot.live = set(persistent)
     if not code:
         return []
-    before = [_zeros(rev, name, record.phis.get(name, (None, name))[1]) for name in sorted(persistent - live_exit)]
+    before = [cot.zeros(name, record.phis.get(name, (None, name))[1]) for name in sorted(persistent - live_exit)]
     before += [syntax.assign(buffer, syntax.call(f"{rev.alias}.buffer_like", [syntax.name(name)]))
                for name, buffer in emission.buffered.items()]
     after = [cot.accumulate(name, syntax.call(f"{rev.alias}.from_buffer", [syntax.name(buffer), syntax.name(name)]))
@@ -220,7 +220,3 @@ def _element_adjoints(rev, record) -> list:
             code.append(contribution)
         rev.cot.live.discard(name)
     return code
-
-
-def _zeros(rev, name, like):
-    return syntax.assign(rev.cot.name(name), syntax.call(f"{rev.alias}.zeros_like", [syntax.name(like)]))

@@ -125,7 +125,7 @@ class _Reverse(calls.CallAdjoints):
     def _cotangent_or_zeros(self, name):
         if name in self.cot.live:
             return self.cot.load(name)
-        return syntax.call(f"{self.alias}.zeros_like", [syntax.name(name)])
+        return self.cot.zeros_of(name)
 
     # ---- statements -------------------------------------------------------------------------
 
@@ -216,11 +216,11 @@ class _Reverse(calls.CallAdjoints):
         elif isinstance(value, gast.Dict):
             self.forward.append(stmt)
             keys = value.keys
-            self._adjoint(stmt, target, value.values, lambda bar: ([], [_item(syntax.name(bar), syntax.copy_node(k)) for k in keys]))
+            self._adjoint(stmt, target, value.values, lambda bar: ([], [syntax.subscript(syntax.name(bar), syntax.copy_node(k)) for k in keys]))
         elif isinstance(value, (gast.Tuple, gast.List)):
             self.forward.append(stmt)
             count = len(value.elts)
-            self._adjoint(stmt, target, value.elts, lambda bar: ([], [_item(syntax.name(bar), i) for i in range(count)]))
+            self._adjoint(stmt, target, value.elts, lambda bar: ([], [syntax.subscript(syntax.name(bar), i) for i in range(count)]))
         else:
             self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
 
@@ -239,7 +239,7 @@ class _Reverse(calls.CallAdjoints):
                 arms.append((self.emit_block(adjoints), self.cot.live))
             joined = arms[0][1] | arms[1][1]
             for code, live in arms:
-                code.extend(self._zeros(name) for name in sorted(joined - live))
+                code.extend(self.cot.zeros(name) for name in sorted(joined - live))
             self.cot.live = joined
             if not arms[0][0] and not arms[1][0]:
                 return []
@@ -314,9 +314,6 @@ class _Reverse(calls.CallAdjoints):
         ])
         return anno.copy_origin(stmt, syntax.expression_statement(check))
 
-    def _zeros(self, name):
-        return syntax.assign(self.cot.name(name), syntax.call(f"{self.alias}.zeros_like", [syntax.name(name)]))
-
     # ---- adjoints ---------------------------------------------------------------------------
 
     def _adjoint(self, stmt, target, operands, make):
@@ -369,10 +366,6 @@ def _located(stmt):
 class _Position:
     def __init__(self, line):
         self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = line, 0, line, None
-
-
-def _item(value, index):
-    return syntax.subscript(value, index)
 
 
 def _plain_arguments(args: gast.arguments) -> gast.arguments:
