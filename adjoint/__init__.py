@@ -12,9 +12,12 @@ from . import rules as _rules  # noqa: F401  (registers the built-in rules)
 from .api import differentiable, grad, gradient, pullback, rrule, source, value_and_grad
 from .errors import AdjointError, TransformError
 from .registry import non_differentiable
+from .runtime.structs import Tangent
+from .tree import tree_leaves, tree_map
 
 __all__ = [
     "AdjointError",
+    "Tangent",
     "TransformError",
     "differentiable",
     "grad",
@@ -23,6 +26,8 @@ __all__ = [
     "pullback",
     "rrule",
     "source",
+    "tree_leaves",
+    "tree_map",
     "value_and_grad",
 ]
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from . import arguments, registry, runtime
+from . import arguments, registry, runtime, trainable
 from .compiler import pipeline
 from .errors import AdjointError, TransformError
 
@@ -173,44 +173,73 @@ def rrule(*primitives):
 
 # ---- the one path every entry point takes ------------------------------------------------------
 
-def _pullback(f, args, kwargs, positions):
+def _pullback(f, args, kwargs, positions, freeze=None):
     call = getattr(type(f), "__call__", None)
     if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
     if isinstance(f, (functools.partial, types.MethodType)) or _is_array_method(f):
-        return _pullback_of_bound(f, args, kwargs, positions)
+        return _pullback_of_bound(f, args, kwargs, positions, freeze)
     if positions and max(positions) >= len(args):
         raise AdjointError(
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
             "positional arguments"
         )
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
+    freezings = {i: trainable.Freezing(args[i], _freeze_paths(freeze, i, positions)) for i in wrt
+                 if not runtime.is_differentiable(args[i])}
     if registry.lookup(f) is not None:
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        forward = _forward(f, wrt)
+        spec = tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items() if z.paths)
+        forward = _forward(f, wrt, spec)
         _refuse_shared_updated_arguments(f, forward, args)
-        with _recursion_headroom():
+        pruned = frozenset().union(*(z.pruned for z in freezings.values()))
+        with _recursion_headroom(), trainable.pruning(pruned):
             value, generated_pullback = forward(*args, **kwargs)
 
     def back(cotangent):
         with _recursion_headroom():
             cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
-        projected = [arguments.project(args[i], cotangents[i]) if i in wrt else None for i in range(len(args))]
+        projected = [
+            None if i not in wrt
+            else arguments.structure(args[i], cotangents[i], frozenset(freezings[i].paths)) if i in freezings
+            else arguments.project(args[i], cotangents[i])
+            for i in range(len(args))
+        ]
         return arguments.unshared(projected, cotangent)
 
     return value, back
 
 
-def _pullback_of_bound(f, args, kwargs, positions):
+def _freeze_paths(freeze, position, positions) -> list:
+    """The freeze paths for argument `position`: `freeze` is a list of paths relative to the
+    one differentiated argument, or a dict from positions to such lists."""
+    if not freeze:
+        return []
+    if isinstance(freeze, dict):
+        return list(freeze.get(position, ()))
+    if isinstance(freeze, str):
+        freeze = [freeze]
+    if len(positions) != 1:
+        raise AdjointError(
+            "with several arguments differentiated, give freeze as a dict from argument position to "
+            "paths, e.g. freeze={0: ['encoder']}"
+        )
+    return list(freeze)
+
+
+def _pullback_of_bound(f, args, kwargs, positions, freeze):
     """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
     their bound arguments prepended (constants: they get no cotangent)."""
     if isinstance(f, functools.partial):
         function, bound, kwargs = f.func, f.args, {**f.keywords, **kwargs}
     else:
         function, bound = registry.unbound(f), (f.__self__,)  # `model.loss`, `x.dot`
-    value, back = _pullback(function, bound + tuple(args), kwargs, [p + len(bound) for p in positions])
+    if isinstance(freeze, dict):
+        freeze = {p + len(bound): paths for p, paths in freeze.items()}
+    shifted = [p + len(bound) for p in positions]
+    value, back = _pullback(function, bound + tuple(args), kwargs, shifted, freeze)
     return value, lambda cotangent: back(cotangent)[len(bound) :]
 
 
@@ -238,9 +267,9 @@ def _is_array_method(f) -> bool:
     return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
 
 
-def _forward(f, wrt):
+def _forward(f, wrt, frozen=()):
     try:
-        return pipeline.forward_function(f, wrt)
+        return pipeline.forward_function(f, wrt, frozen)
     except TransformError as error:
         if not hasattr(f, "__wrapped__"):
             raise
@@ -272,11 +301,12 @@ def _require_python_function(f):
 _name = arguments.name_of
 
 
-def _transform_for_runtime(fn, wrt):
+def _transform_for_runtime(fn, wrt, args=()):
     """The forward function of `fn` for `runtime.vjp`, which has already unwrapped bound methods,
-    callable objects and partials: `fn` is their function, called with the receiver first."""
+    callable objects and partials: `fn` is their function, called with the receiver first.
+    The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`)."""
     _require_python_function(fn)
-    forward = pipeline.forward_function(fn, tuple(wrt))
+    forward = pipeline.forward_function(fn, tuple(wrt), trainable.call_spec(args, wrt))
     if forward.__adjoint_updates__:
         parameter, line = forward.__adjoint_updates__[0]
         raise AdjointError(

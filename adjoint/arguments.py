@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import runtime
+from . import runtime, tree
 from .errors import AdjointError
+from .runtime import structs
 
 
 def name_of(f) -> str:
@@ -42,8 +43,8 @@ def leaves(tree):
 
 
 def carries_gradient(arg, index, f) -> bool:
-    """Whether argument `index` of `f` gets a gradient: a float or float array. Complex values
-    and containers of floats are refused with what to do instead."""
+    """Whether argument `index` of `f` gets a gradient: a float or float array, or a container
+    or object holding one (a model). Complex values are refused with what to do instead."""
     if runtime.is_differentiable(arg):
         if type(arg) is complex or getattr(arg, "dtype", None) is not None and arg.dtype.kind == "c":
             raise AdjointError(
@@ -51,22 +52,44 @@ def carries_gradient(arg, index, f) -> bool:
                 "not supported yet. Split it into real and imaginary parts."
             )
         return True
-    if isinstance(arg, (tuple, list, dict)) and has_float_leaf(arg):
-        raise AdjointError(
-            f"argument {index} of {name_of(f)} is a {type(arg).__name__} holding floats: "
-            "gradients with respect to containers are not supported yet. Pass the arrays as "
-            "separate arguments."
-        )
-    return False
+    return tree.is_tree_with_floats(arg)
 
 
-def has_float_leaf(tree) -> bool:
-    """Whether nested tuples, lists and dicts hold a float anywhere."""
-    if isinstance(tree, dict):
-        tree = list(tree.values())
-    if isinstance(tree, (tuple, list)):
-        return any(has_float_leaf(t) for t in tree)
-    return runtime.is_differentiable(tree)
+def structure(arg, cotangent, frozen=frozenset(), path="", walked=None):
+    """The gradient handed back for a container or object `arg`: it mirrors `arg` (the same
+    containers, a `Tangent` for an object), float leaves get their projected cotangents
+    (zeros if nothing reached them), and `None` stands for a subtree with no float leaf and
+    for the paths in `frozen`. An object reached twice is completed once per place."""
+    if path in frozen:
+        return None
+    if runtime.is_differentiable(arg):
+        return project(arg, cotangent)
+    walked = set() if walked is None else walked
+    if structs.is_struct(arg):
+        if id(arg) in walked:
+            return None  # a cycle back to an object being completed
+        walked = walked | {id(arg)}
+    parts = {key: structure(value, tree.child(cotangent, key), frozen, tree.path_of(path, arg, key), walked)
+             for key, value in tree.children(arg)}
+    if structs.is_struct(arg) and isinstance(cotangent, structs.Tangent):
+        _refuse_stray_fields(arg, cotangent, parts)
+    if all(part is None for part in parts.values()):
+        return None
+    if structs.is_struct(arg):
+        return structs.Tangent(type(arg), parts)
+    return tree.rebuild(arg, parts)
+
+
+def _refuse_stray_fields(arg, cotangent, parts):
+    """A gradient for an attribute that is not one of the object's fields (a class attribute
+    read through the object, an attribute `__getattr__` computes) cannot be handed back."""
+    for name, value in structs.tangent_fields(cotangent).items():
+        if name not in parts and value is not None:
+            raise AdjointError(
+                f"a gradient reached `{type(arg).__name__}.{name}`, which is not a field of the object "
+                "(a class attribute, or one computed by `__getattr__`): adjoint cannot hand it back. "
+                "Store it on the instance, or compute it in a method"
+            )
 
 
 def complete(value, cotangent):

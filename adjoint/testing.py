@@ -14,7 +14,7 @@ import copy
 
 import numpy as np
 
-from . import api, registry, runtime
+from . import api, registry, runtime, tree
 
 __all__ = ["check_grad", "check_rrule"]
 
@@ -63,7 +63,7 @@ def _check_vjp(f, vjp, args, kwargs, rtol, atol, eps, seed):
     atol = atol if atol is not None else (2e-3 if low_precision else 1e-8)
     failures = []
     for index, (arg, cotangent) in enumerate(zip(args, cotangents)):
-        if not runtime.is_differentiable(arg):
+        if not (runtime.is_differentiable(arg) or tree.is_tree_with_floats(arg)):
             continue
         problem = _check_cotangent(arg, cotangent)
         if problem:
@@ -84,6 +84,10 @@ def _check_vjp(f, vjp, args, kwargs, rtol, atol, eps, seed):
 
 
 def _check_cotangent(arg, cotangent):
+    if not runtime.is_differentiable(arg):  # a model or container: check each float leaf
+        problems = []
+        tree.tree_map(lambda a, c: problems.append(_check_cotangent(a, c)) or a, arg, cotangent)
+        return next((p for p in problems if p), None)
     if cotangent is None:
         return "no cotangent (None) for a float argument"
     if np.shape(cotangent) != np.shape(arg):
@@ -97,11 +101,13 @@ def _directional_derivative(f, args, kwargs, index, u, eps):
     """(f(x + eps u) - f(x - eps u)) / 2 eps, with every float argument in float64."""
     wide = [_widen(a) for a in args]
 
+    def moved_leaf(leaf, direction, step):
+        result = leaf + step * np.asarray(direction, dtype=np.result_type(leaf, np.float64))
+        return float(result) if type(leaf) is float else result
+
     def shifted(step):
         moved = list(wide)
-        moved[index] = wide[index] + step * np.asarray(u, dtype=np.result_type(wide[index], np.float64))
-        if type(args[index]) is float:
-            moved[index] = float(moved[index])
+        moved[index] = tree.tree_map(lambda a, d: moved_leaf(a, d, step), wide[index], u)
         return f(*copy.deepcopy(moved), **kwargs)
 
     return _combine(shifted(eps), shifted(-eps), eps)
@@ -116,6 +122,8 @@ def _combine(plus, minus, eps):
 
 
 def _widen(arg):
+    if not runtime.is_differentiable(arg):
+        return tree.tree_map(_widen, arg) if tree.is_tree_with_floats(arg) else arg
     if isinstance(arg, np.ndarray) and arg.dtype == np.float32:
         return arg.astype(np.float64)
     if isinstance(arg, np.ndarray) and arg.dtype == np.complex64:
@@ -126,6 +134,8 @@ def _widen(arg):
 def _random_like(value, rng):
     if isinstance(value, (tuple, list)):
         return type(value)(_random_like(v, rng) for v in value)
+    if tree.is_tree_with_floats(value) and not runtime.is_differentiable(value):
+        return tree.tree_map(lambda leaf: _random_like(leaf, rng), value)  # a direction shaped like the model
     if not runtime.is_differentiable(value):
         return None
     if type(value) is float:
@@ -137,10 +147,13 @@ def _random_like(value, rng):
 
 
 def _inner(a, b) -> float:
-    """The real inner product of two cotangent-shaped values (leaves of tuples summed)."""
-    if isinstance(a, (tuple, list)):
-        return sum(_inner(x, y) for x, y in zip(a, b) if x is not None and y is not None)
+    """The real inner product of two cotangent-shaped values (leaves of containers, models and
+    their `Tangent`s summed, None counting as zero)."""
     if a is None or b is None:
+        return 0.0
+    if not runtime.is_differentiable(a):
+        return sum(_inner(x, tree.child(b, key)) for key, x in tree.children(a))
+    if not runtime.is_differentiable(b):
         return 0.0
     return float(np.real(np.sum(np.conj(np.asarray(a, dtype=np.complex128)) * np.asarray(b))))
 
@@ -161,5 +174,10 @@ def _assert_close(actual, expected, rtol, atol, message):
 
 def _assert_unchanged(args, originals, when):
     for index, (arg, original) in enumerate(zip(args, originals)):
-        if isinstance(arg, np.ndarray) and not np.array_equal(arg, original, equal_nan=True):
+        now, before = tree.tree_leaves(arg), tree.tree_leaves(original)
+        if isinstance(arg, np.ndarray):
+            now, before = [arg], [original]
+        if len(now) != len(before) or any(
+            isinstance(a, np.ndarray) and not np.array_equal(a, b, equal_nan=True) for a, b in zip(now, before)
+        ):
             raise AssertionError(f"{when} mutated argument {index}")

@@ -69,6 +69,8 @@ def defined_names(stmt) -> set[str]:
 
 def differentiable_reads(stmt) -> set[str]:
     """Names whose gradients a statement's defined names depend on."""
+    if anno.get(stmt, anno.FROZEN):
+        return set()  # `t = m.encoder`, a frozen field: a constant
     if isinstance(stmt, gast.Assign):
         return differentiable_operands(stmt.value)
     if isinstance(stmt, gast.For):
@@ -97,6 +99,8 @@ def differentiable_operands(value) -> set[str]:
         return set()
     if isinstance(value, gast.Subscript):
         return syntax.load_names(value.value)  # indices carry no gradient
+    if anno.get(value, anno.FROZEN):  # `m.encoder(x)`, a frozen field called: only the arguments
+        return set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
     if isinstance(value, gast.Call) and callee is not None and (callee.method or isinstance(value.func, gast.Name)):
         return syntax.load_names(value)  # the receiver, or a local callable (`m = x.mean; m()`), too
     if isinstance(value, gast.Call):

@@ -34,6 +34,11 @@ PHI = "phi"
 # Written by `ssa`, read by `reverse`.
 LOOP = "loop"
 
+# On a statement reading a frozen field (`t = m.encoder`), or a method call whose callee is one
+# (`m.encoder(x)`): what it reads carries no gradient. Written by `frozen`, read by `activity`
+# and `calls`.
+FROZEN = "frozen"
+
 # On `t = y[i]`, the read `normalize` makes for `y[i][j] = v` or `y[i] += v`: `y` is updated
 # right after through `adj.setitem`, so `t` is no alias of it. Written by `normalize`, read by
 # `aliases` and `inplace`.

@@ -116,7 +116,11 @@ class CallAdjoints:
                               "assign the receiver to a name first")
             return
         operands = [receiver] + list(call.args)
-        vjp_args = [syntax.const(self._positions(operands)), receiver, syntax.const(call.func.attr)] + list(call.args)
+        wrt = self._positions(operands)
+        if anno.get(call, anno.FROZEN):  # `m.encoder(x)` with `encoder` frozen: nothing flows into `m`
+            operands[0] = syntax.const(None)
+            wrt = tuple(i for i in wrt if i > 0)
+        vjp_args = [syntax.const(wrt), receiver, syntax.const(call.func.attr)] + list(call.args)
         vjp = syntax.call(f"{self.alias}.method_vjp", vjp_args, call.keywords)
         self._call_with_pullback(stmt, target, vjp, operands, call.func.attr)
 

@@ -23,6 +23,8 @@ class Context:
     fn: object  # the user's function
     source: FunctionSource
     wrt: tuple[int, ...]  # positions of the parameters to differentiate with respect to
+    # Paths frozen in the arguments, by parameter position: `{0: (".encoder", ".layers[0].W")}`.
+    frozen: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     namer: Namer = None
     problems: list[Problem] = dataclasses.field(default_factory=list)
     # Objects the generated code needs that the user's namespace does not hold, by name.

@@ -1,8 +1,9 @@
 """The compiler, start to finish: source -> fence -> control -> normalize -> ssa -> resolve ->
-activity -> inplace -> reverse -> optimize -> emit -> load.
+frozen -> activity -> inplace -> reverse -> optimize -> emit -> load.
 
-`forward_function(fn, wrt)` returns the generated forward function of `fn` for the parameter
-positions `wrt`; the transform is cached per code object and `wrt`, and instantiated once per
+`forward_function(fn, wrt, frozen)` returns the generated forward function of `fn` for the
+parameter positions `wrt`, with the argument paths in `frozen` treated as constants (see
+`adjoint.trainable`); the transform is cached per code object, `wrt` and `frozen`, and instantiated once per
 function object (closures made in a loop share code but not cells). Set the environment
 variable `ADJOINT_DEBUG=1`, or `pipeline.DEBUG = True`, to print the code after every pass.
 """
@@ -14,7 +15,7 @@ import sys
 import weakref
 
 from .. import runtime
-from . import activity, control, emit, fence, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax
+from . import activity, control, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax
 from .context import Context
 from .source import get_source
 
@@ -26,17 +27,18 @@ PASSES = (
     ("normalize", normalize.transform),
     ("ssa", ssa.transform),
     ("resolve", resolve.transform),
+    ("frozen", frozen.transform),
     ("activity", activity.transform),
     ("inplace", inplace.transform),
     ("reverse", reverse.transform),
     ("optimize", optimize.transform),
 )
 
-_compiled: dict[tuple, tuple] = {}  # (id(code), wrt) -> (code, Compiled)
+_compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen) -> (code, Compiled)
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
-def lower(fn, wrt: tuple[int, ...], until: str | None = None):
+def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()):
     """Run the passes over `fn` up to and including `until` (all by default): `(node, ctx)`.
 
     >>> def f(x):
@@ -45,7 +47,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None):
     >>> print(syntax.unparse(node.body[0]))
     f = x * x
     """
-    ctx = Context(fn, get_source(fn), tuple(wrt))
+    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen))
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
     for name, transform in PASSES:
@@ -59,9 +61,9 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None):
     return node, ctx
 
 
-def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
+def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = ()) -> loader.Compiled:
     """Run every pass over `fn` and compile the result (not cached)."""
-    node, ctx = lower(fn, wrt)
+    node, ctx = lower(fn, wrt, frozen=frozen)
     text = emit.to_source(node, ctx)
     code = fn.__code__
     compiled = loader.compile_source(
@@ -72,37 +74,39 @@ def compile_function(fn, wrt: tuple[int, ...]) -> loader.Compiled:
     return compiled
 
 
-def compiled(fn, wrt: tuple[int, ...]) -> loader.Compiled:
+def compiled(fn, wrt: tuple[int, ...], frozen: tuple = ()) -> loader.Compiled:
     """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound.
 
     Keyed by the code object's identity: code objects compare equal across files when their
     bytecode is the same, and each file needs its own transform (its source, its names).
     """
     code = fn.__code__
-    key = (id(code), wrt)
+    key = (id(code), wrt, frozen)
     entry = _compiled.get(key)
     if entry is None or entry[0] is not code or not loader.still_valid(entry[1], fn):
-        entry = _compiled[key] = (code, compile_function(fn, wrt))
+        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen))
     return entry[1]
 
 
-def forward_function(fn, wrt: tuple[int, ...]):
-    """The generated forward function of `fn`, bound to `fn`'s globals and cells."""
+def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = ()):
+    """The generated forward function of `fn`, bound to `fn`'s globals and cells.
+
+    `frozen` is `((position, (path, ...)), ...)`: the paths of the arguments that are frozen."""
     try:
         per_function = _instances[fn]
     except KeyError:
         per_function = _instances[fn] = {}
-    generated = per_function.get(wrt)
+    generated = per_function.get((wrt, frozen))
     if (
         generated is None or generated.__adjoint_code__ is not fn.__code__
         or not loader.still_valid(generated.__adjoint_compiled__, fn)
     ):
-        result = compiled(fn, wrt)
+        result = compiled(fn, wrt, frozen)
         generated = loader.instantiate(result, fn)
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_compiled__ = result
         generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
-        per_function[wrt] = generated
+        per_function[(wrt, frozen)] = generated
     return generated
 
 

@@ -28,13 +28,14 @@ from .context import Context
 from .normalize import assigned_names
 
 RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING = "rule", "nondiff", "python", "dynamic", "missing"
+FIELD = "field"  # an attribute read that is not an array's: a field of the user's object
 
 
 @dataclasses.dataclass(frozen=True)
 class Callee:
     """What a call (or attribute read) resolved to."""
 
-    kind: str  # one of RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING
+    kind: str  # one of RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING, FIELD
     text: str  # as the user wrote it, e.g. "np.sum" or "x.T"
     obj: object = None
     rule: registry.Rule | None = None
@@ -132,6 +133,8 @@ def classify(obj, text: str) -> Callee:
         return Callee(DYNAMIC, text, obj)
     if not isinstance(obj, type) and isinstance(getattr(type(obj), "__call__", None), types.FunctionType):
         return Callee(DYNAMIC, text, obj)  # an object with `__call__`: `adj.vjp` calls that method
+    if runtime.is_constructible(obj):
+        return Callee(DYNAMIC, text, obj)  # `Dense(W, b)`: `adj.vjp` builds it, and its pullback unbuilds it
     return Callee(MISSING, text, obj)
 
 
@@ -148,7 +151,7 @@ def _resolve_attribute(node) -> Callee:
     text = f"{syntax.unparse(node.value)}.{node.attr}"
     descriptor = getattr(np.ndarray, node.attr, None)
     if descriptor is None:
-        return Callee(MISSING, text)
+        return Callee(FIELD, text)  # `model.W`: what the object holds, read at run time
     return dataclasses.replace(classify(descriptor, text), text=text)
 
 

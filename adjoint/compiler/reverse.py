@@ -206,6 +206,11 @@ class _Reverse(calls.CallAdjoints):
             callee = anno.get(value, anno.CALLEE)
             if callee.kind == resolve.RULE:
                 self._rule_call(stmt, target, callee.rule, [value.value], {}, callee.text)
+            elif callee.kind == resolve.FIELD:
+                self.forward.append(stmt)
+                field = syntax.const(value.attr)
+                self._adjoint(stmt, target, [value.value], lambda bar: (
+                    [], [syntax.call(f"{self.alias}.field_bar", [syntax.name(bar), value.value, field])]))
             else:
                 self._unsupported(stmt, value, f"adjoint has no rule for the attribute `{callee.text}`")
         elif isinstance(value, gast.Subscript):
@@ -215,8 +220,9 @@ class _Reverse(calls.CallAdjoints):
             self._closure(stmt, target, value)
         elif isinstance(value, gast.Dict):
             self.forward.append(stmt)
-            keys = value.keys
-            self._adjoint(stmt, target, value.values, lambda bar: ([], [syntax.subscript(syntax.name(bar), syntax.copy_node(k)) for k in keys]))
+            entries = list(zip(value.keys, value.values))  # a dict's cotangent may lack the keys nothing reached
+            self._adjoint(stmt, target, value.values, lambda bar: ([], [
+                syntax.call(f"{self.alias}.item_bar", [syntax.name(bar), syntax.copy_node(k), syntax.copy_node(v)]) for k, v in entries]))
         elif isinstance(value, (gast.Tuple, gast.List)):
             self.forward.append(stmt)
             count = len(value.elts)
@@ -296,7 +302,7 @@ class _Reverse(calls.CallAdjoints):
         operands = [syntax.name(c) for c in captured]
 
         def make(bar):
-            return [], [syntax.call(f"{self.alias}.captured", [syntax.name(bar), syntax.const(k), syntax.name(c)])
+            return [], [syntax.call(f"{self.alias}.item_bar", [syntax.name(bar), syntax.const(k), syntax.name(c)])
                         for k, c in zip(keys, captured)]
 
         self._adjoint(stmt, target, operands, make)

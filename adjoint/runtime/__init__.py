@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from ..errors import AdjointError  # noqa: F401  (importable from here, as it always was)
-from .calls import captured, check_unshared, closure_vjp, method_vjp, star_vjp, unbound, unconcat
+from .calls import check_unshared, closure_vjp, method_vjp, star_vjp, unbound, unconcat
 from .cotangents import (
     RuleError, add, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
     zeros_like,
@@ -32,6 +32,7 @@ from .cotangents import (
 from .indexing import (
     append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
 )
+from .structs import Tangent, construct_vjp, field_bar, is_constructible, item_bar
 from .linear import (
     _as_matrices, dot_lhs_bar, dot_rhs_bar, layout_order, matmul_lhs_bar, matmul_rhs_bar, unravel,
     untranspose,
@@ -65,7 +66,10 @@ __all__ = [
     "append_bar",
     "vjp",
     "closure_vjp",
-    "captured",
+    "item_bar",
+    "field_bar",
+    "construct_vjp",
+    "Tangent",
     "method_vjp",
     "star_vjp",
     "unconcat",
@@ -82,7 +86,8 @@ _transform_hook = None
 
 
 def install_transformer(hook) -> None:
-    """Set how `vjp` differentiates a Python function: `hook(fn, wrt) -> forward function`."""
+    """Set how `vjp` differentiates a Python function: `hook(fn, wrt, args) -> forward function`
+    (`args`, the positional arguments of the call, tell which of their fields are frozen)."""
     global _transform_hook
     _transform_hook = hook
 
@@ -99,6 +104,8 @@ def vjp(wrt, fn, /, *args, **kwargs):
     - a bound method whose receiver is an array or NumPy scalar (`x.sum`): the call is
       `np.ndarray.sum(x, *args)`, and the receiver counts as argument 0, in `wrt` and in the
       cotangents: the pullback's first cotangent is the receiver's, then one per `args`;
+    - a dataclass, namedtuple or other class with a Python `__init__`: the object is built and
+      its cotangent (see `structs.construct`) goes back to the arguments stored in its fields;
     - a bound method of another object (`model.loss`), an object whose class defines
       `__call__` in Python, or a `functools.partial`: their function is differentiated with
       the receiver (or the partial's arguments) prepended as constants; only `args` count.
@@ -111,6 +118,8 @@ def vjp(wrt, fn, /, *args, **kwargs):
     """
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
+    if isinstance(fn, type) and registry.lookup(fn) is None and is_constructible(fn):
+        return construct_vjp(wrt, fn, *args, **kwargs)
     if not isinstance(fn, types.MethodType) and (
         registry.lookup(fn) is not None or registry.is_non_differentiable(fn)
     ):
@@ -122,7 +131,7 @@ def vjp(wrt, fn, /, *args, **kwargs):
         return value, _dropped(pullback, len(bound))
     if _transform_hook is None:
         raise RuleError(f"no rule for {fn!r} and no compiler installed to differentiate it")
-    forward = _transform_hook(fn, wrt)
+    forward = _transform_hook(fn, wrt, args)
     value, pullback = forward(*args, **kwargs)
     return value, pullback if forward.__adjoint_arity__ == len(args) else _truncated(pullback, len(args))
 

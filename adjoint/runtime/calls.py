@@ -13,6 +13,7 @@ import types
 import numpy as np
 
 from .cotangents import RuleError, add, is_differentiable, zeros_like
+from .structs import construct, field_bar, fields_of, is_constructible, is_struct
 
 
 def closure_vjp(wrt, fn, /, *args, **kwargs):
@@ -20,7 +21,8 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
 
     `wrt` numbers `fn` as 0 and the arguments from 1. The pullback returns `(fn_bar,
     *arg_bars)`: `fn_bar` maps each name `fn` closes over that holds a float value (or another
-    such function) to its cotangent.
+    such function) to its cotangent. An object with a Python `__call__` (a layer) gets its own
+    cotangent, a `Tangent`, and so does the receiver of a bound method.
 
     >>> import numpy as np
     >>> def scaled(w):
@@ -33,13 +35,19 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     """
     from . import vjp, _transform_hook  # noqa: PLC0415  (the package imports this module)
 
+    if 0 in wrt and not isinstance(fn, types.FunctionType):
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            return vjp(wrt, fn.__func__, fn.__self__, *args, **kwargs)
+        call = getattr(type(fn), "__call__", None)
+        if isinstance(call, types.FunctionType):  # `layer(x)`: `__call__` with the layer first
+            return vjp(wrt, call, fn, *args, **kwargs)
     arg_wrt = tuple(i - 1 for i in wrt if i > 0)
     captured = _captured_names(fn) if 0 in wrt else []
     defaulted = _defaulted(fn, args, kwargs) if 0 in wrt else {}
     if not captured and not defaulted:
         value, pullback = vjp(arg_wrt, fn, *args, **kwargs)
         return value, lambda g: (None, *pullback(g))
-    forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured))
+    forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured), args)
     value, pullback = forward(*args, **kwargs)
     count = _positional_count(fn, len(args))
 
@@ -70,20 +78,15 @@ def _defaulted(fn, args, kwargs) -> dict:
     }
 
 
-def captured(fn_bar, name, value):
-    """The cotangent of `value`, which a function closes over as `name`, from the function's
-    cotangent (None, or a dict as `closure_vjp` returns)."""
-    part = fn_bar.get(name) if isinstance(fn_bar, dict) else None
-    return zeros_like(value) if part is None else part
-
-
 def method_vjp(wrt, receiver, name, /, *args, **kwargs):
     """Call the method `receiver.name(*args, **kwargs)`, whatever the receiver's type.
 
     `wrt` numbers the receiver 0 and the arguments from 1; the pullback returns `(receiver_bar,
     *arg_bars)`. An array's method is differentiated by its rule; a dict's `get`, `values`
     and `items` route cotangents to its entries; any other object's method is differentiated
-    as a function, and gradients cannot flow into the object itself.
+    as a function of the object and its arguments, so the object gets a `Tangent`. A field
+    holding something callable (`self.layer(x)`, `self.activation(h)`) is called as a closure
+    and its cotangent goes to that field.
 
     >>> import numpy as np
     >>> value, back = method_vjp((0,), np.array([1.0, 2.0]), "sum")
@@ -96,18 +99,29 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
         return vjp(wrt, getattr(receiver, name), *args, **kwargs)
     if type(receiver) is dict and name in _DICT_METHODS:
         return _DICT_METHODS[name](receiver, *args, **kwargs)
+    if 0 in wrt and is_struct(receiver):
+        attribute = inspect.getattr_static(type(receiver), name, None)
+        if isinstance(attribute, types.FunctionType):
+            return vjp(wrt, attribute, receiver, *args, **kwargs)
+        if not isinstance(attribute, (staticmethod, classmethod)):
+            value, pullback = closure_vjp(wrt, getattr(receiver, name), *args, **kwargs)
+            return value, lambda g: _into_field(pullback(g), receiver, name)
     if 0 in wrt:
         value = getattr(receiver, name)(*args, **kwargs)
         if not _carries_gradient(value):  # `xs.count(x)`, `xs.index(x)`: nothing flows back
             inputs = (receiver, *args)
             return value, lambda g: tuple(zeros_like(v) if i in wrt else None for i, v in enumerate(inputs))
         raise RuleError(
-            f"the gradient would have to flow into the `{type(receiver).__name__}` object whose method "
-            f"`{name}` is called, and gradients with respect to objects are not supported yet: pass "
-            "the arrays it holds as arguments"
+            f"the gradient would have to flow into the `{type(receiver).__name__}` whose method `{name}` "
+            "is called, and adjoint cannot follow it there: call a function on its items instead"
         )
     value, pullback = vjp(tuple(i - 1 for i in wrt), getattr(receiver, name), *args, **kwargs)
     return value, lambda g: (None, *pullback(g))
+
+
+def _into_field(cotangents, receiver, name):
+    """`(field_value_bar, *arg_bars)` as `(receiver_bar, *arg_bars)`."""
+    return (field_bar(cotangents[0], receiver, name), *cotangents[1:])
 
 
 def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
@@ -132,12 +146,15 @@ def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
         args += items
         sizes.append(len(items) if index in spread else None)
     keywords = dict(mapping or {})
-    by_position = _keywords_by_position(fn, len(args), keywords) if len(parts) in wrt else []
+    constructor = isinstance(fn, type) and is_constructible(fn)
+    by_position = _keywords_by_position(fn, len(args), keywords) if len(parts) in wrt and not constructor else []
     args += [keywords.pop(key) for key in by_position]
     active += [True] * len(by_position)
     arg_wrt = tuple(i for i, a in enumerate(args) if active[i] and _carries_gradient(a))
     through_kwargs = [k for k, v in keywords.items() if len(parts) in wrt and _carries_gradient(v)]
-    if through_kwargs:  # `def f(**kw)`: differentiate with respect to the dict `kw` too
+    if constructor:  # `State(h=h)`: the keywords' cotangents come from the fields they fill
+        value, pullback = _constructed(fn, args, {**keywords, **named})
+    elif through_kwargs:  # `def f(**kw)`: differentiate with respect to the dict `kw` too
         value, pullback = _kwargs_vjp(fn, arg_wrt, args, keywords, named, through_kwargs)
     else:
         value, pullback = vjp(arg_wrt, fn, *args, **keywords, **named)
@@ -166,6 +183,17 @@ def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
     return value, star_pullback
 
 
+def _constructed(cls, args, keywords):
+    """`construct`, its pullback returning the arguments' cotangents, then the keywords' dict."""
+    value, pullback = construct(cls, args, keywords)
+
+    def constructed_pullback(g):
+        arg_bars, keyword_bars = pullback(g)
+        return (*arg_bars, keyword_bars)
+
+    return value, constructed_pullback
+
+
 def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     """`fn(*args, **keywords)` differentiated also with respect to its `**kwargs` parameter,
     whose cotangent (a dict) its pullback returns after the arguments'."""
@@ -179,7 +207,7 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
             "gradients yet; make them ordinary parameters"
         )
     bound = (fn.__self__,) if isinstance(fn, types.MethodType) else ()
-    forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",))
+    forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",), (*bound, *args))
     value, pullback = forward(*bound, *args, **keywords, **named)
     count = _positional_count(function, len(bound) + len(args))
 
@@ -228,6 +256,8 @@ def _carries_gradient(value, seen=()) -> bool:
         return any(_carries_gradient(v, seen) for v in value)
     if isinstance(value, dict):
         return any(_carries_gradient(v, seen) for v in value.values())
+    if is_struct(value):
+        return id(value) not in seen and any(_carries_gradient(v, (*seen, id(value))) for v in fields_of(value).values())
     return is_differentiable(value) or _closes_over_floats(value, seen)
 
 

@@ -26,7 +26,8 @@ def is_differentiable(value) -> bool:
 def zeros_like(value):
     """The zero cotangent of `value`: 0.0 for a float, zeros for an array, None for the rest.
 
-    Tuples, lists and dicts get the same container of zeros.
+    Tuples, lists, namedtuples and dicts get the same container of zeros; other objects
+    get None (their cotangents are sparse: see `structs`).
 
     >>> zeros_like({"w": np.ones(2), "n": 3, "b": (1.5,)})
     {'w': array([0., 0.]), 'n': None, 'b': (0.0,)}
@@ -39,6 +40,8 @@ def zeros_like(value):
         return np.zeros_like(value)
     if type(value) is tuple:
         return tuple(zeros_like(v) for v in value)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a namedtuple: the same type
+        return type(value)._make(zeros_like(v) for v in value)
     if type(value) is list:
         return [zeros_like(v) for v in value]
     if type(value) is dict:
@@ -49,7 +52,8 @@ def zeros_like(value):
 def add(a, b):
     """Sum of two cotangents, where `None` is zero and tuples, lists and dicts add elementwise.
 
-    Dicts add by key, over the keys of either.
+    Dicts add by key, over the keys of either; namedtuples by field; `Tangent`s (objects'
+    cotangents) by field, over the fields of either.
 
     >>> add({"w": 1.0, "b": None}, {"b": 2.0, "c": 3.0})
     {'w': 1.0, 'b': 2.0, 'c': 3.0}
@@ -62,6 +66,8 @@ def add(a, b):
         return type(a)(add(x, y) for x, y in zip(a, b))
     if type(a) is dict:
         return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
+    if isinstance(a, tuple) and hasattr(type(a), "_fields"):
+        return type(a)._make(add(x, y) for x, y in zip(a, b))
     return a + b
 
 

@@ -18,14 +18,17 @@ from .cotangents import RuleError, add, is_differentiable, unbroadcast, zeros_li
 def unindex(g, x, index):
     """Cotangent of `x` in `x[index]`: `g` scattered into zeros, repeated indices adding up.
 
-    `x` may also be a tuple or list (indexed by an int or a slice) or a dict (by a key), whose
-    cotangent is the same kind of container. `g` None is zero.
+    `x` may also be a tuple or list (indexed by an int or a slice), whose cotangent is the same
+    kind of container, or a dict (by a key), whose cotangent holds only that key: reading one
+    weight of a dict of many costs one entry (absent keys count as zero). `g` None is zero.
 
     >>> unindex(np.array([1.0, 2.0]), np.zeros(3), [0, 0])
     array([3., 0., 0.])
     >>> unindex(5.0, {"a": 1.0, "b": 2.0}, "b")
-    {'a': 0.0, 'b': 5.0}
+    {'b': 5.0}
     """
+    if type(x) is dict:
+        return {} if g is None else {index: g}
     buffer = buffer_like(x)
     scatter_add(buffer, index, g)
     return from_buffer(buffer, x)
@@ -39,6 +42,8 @@ def unpack_bar(parts, x):
     parts = [zeros_like(v) if p is None else p for p, v in zip(parts, x)]
     if isinstance(x, np.ndarray):
         return np.stack(parts).astype(x.dtype, copy=False)
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return type(x)._make(parts)
     return type(x)(parts) if type(x) in (tuple, list) else tuple(parts)
 
 
@@ -97,7 +102,7 @@ def from_buffer(buffer, x):
     (1.0, 2.0)
     """
     if isinstance(x, tuple):
-        return tuple(buffer)
+        return type(x)._make(buffer) if hasattr(type(x), "_fields") else tuple(buffer)
     if isinstance(x, np.generic):
         return buffer[()]
     return buffer

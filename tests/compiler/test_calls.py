@@ -99,7 +99,7 @@ def test_closure_over_differentiable_values(fn, args):
     check_grad(fn, *args)
     text = adjoint.source(fn)
     assert "adj.closure_vjp(" in text
-    assert "adj.captured(" in text  # the closure's cotangent routed to what it captured
+    assert "adj.item_bar(" in text  # the closure's cotangent routed to what it captured
 
 
 def test_closure_gradient_reaches_the_captured_value():

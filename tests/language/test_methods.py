@@ -252,14 +252,9 @@ def test_sum_method_called_with_an_array():
     np.testing.assert_allclose(adjoint.grad(sum_method_of_argument)(X34.copy()), np.ones((3, 4)))
 
 
-def test_object_built_from_differentiable_values_is_refused_with_its_location():
-    # Gradients through an object's attributes are structural gradients, not supported yet:
-    # refused before anything runs, never a silently zero gradient for W.
-    with pytest.raises(adjoint.TransformError) as info:
-        adjoint.grad(object_built_inside, wrt=1)(X3.copy(), W23.copy())
-    problem = info.value.problems[0]
-    assert problem.line == object_built_inside.__code__.co_firstlineno + 1
-    assert "Linear" in problem.message and "object" in problem.message
+def test_object_built_from_differentiable_values_carries_their_gradients():
+    # `Linear.__init__` stores W unchanged, so the layer's cotangent for W is W's.
+    check_grad(object_built_inside, X3.copy(), W23.copy())
 
 
 def test_object_built_from_constants_inside_works():

@@ -1424,9 +1424,8 @@ def class_model_loss(W1, b1, W2, b2, x):
     return np.sum(h ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason="gradients through objects' attributes are issue 4")
 def test_layer_objects_built_from_the_weights():
-    """Objects holding differentiable weights as attributes are refused (documented limitation)."""
+    """Layers built inside from the weights: each layer's cotangent goes back to its weights."""
     check_grad(class_model_loss, normal(3, 4), normal(4), normal(4, 2), normal(2), normal(5, 3))
 
 
@@ -1439,9 +1438,8 @@ def mlp_from_param_list(params, x, y):
     return np.mean((h - y) ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason='gradients with respect to containers are issue 4')
 def test_parameters_passed_as_a_list_of_tuples():
-    """A list of `(W, b)` arguments is refused: 'gradients with respect to containers are not supported'."""
+    """A list of `(W, b)` tuples as the argument: its gradient is the same list of tuples."""
     check_grad(mlp_from_param_list, [(normal(3, 4), normal(4)), (normal(4, 2), normal(2))], normal(5, 3), normal(5, 2))
 
 
@@ -1450,9 +1448,8 @@ def dict_arg_loss(params, x):
     return np.sum(h ** 2) + params["scale"] * np.sum(params["W"] ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason='gradients with respect to containers are issue 4')
 def test_parameters_passed_as_a_dict():
-    """A dict of named parameters as argument is refused (containers as arguments)."""
+    """A dict of named parameters as the argument: its gradient is a dict with the same keys."""
     check_grad(dict_arg_loss, {"W": normal(3, 2), "b": normal(2), "scale": 0.1}, normal(4, 3))
 
 

@@ -1,0 +1,162 @@
+"""Which float leaves of a model are trainable: declared by its classes, or frozen per call.
+
+A class declares its trainable fields with `__trainable__ = ("W", "b")` (the others are
+frozen), and a dataclass field can say `dataclasses.field(metadata={"trainable": False})`.
+A call freezes more with `freeze=["layers[0].W", "encoder"]`: paths written as Python
+attribute and index access relative to the differentiated argument.
+
+A frozen field gets `None` as its gradient, and adjoint spends no work on it: the forward
+function is specialised on the frozen paths of its arguments (`Freezing.paths`), so activity
+analysis treats a frozen read as a constant. Inside calls the compiler cannot see into (a
+layer's own `__call__`), the arrays and objects reachable only through frozen paths are
+known by identity (`Freezing.pruned`), and `call_spec` freezes the fields that hold them.
+
+>>> import dataclasses, numpy as np
+>>> @dataclasses.dataclass
+... class Norm:
+...     scale: np.ndarray
+...     eps: np.ndarray = dataclasses.field(metadata={"trainable": False})
+>>> sorted(frozen_fields(Norm(np.ones(2), np.ones(1))))
+['eps']
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import contextvars
+import dataclasses
+import functools
+
+from .errors import AdjointError
+from .runtime.structs import fields_of, is_struct
+from .tree import children, is_tree_with_floats, path_of
+
+
+def frozen_fields(obj) -> frozenset:
+    """The names of `obj`'s fields its class declares frozen (not trainable)."""
+    cls = type(obj)
+    if not _declares(cls):
+        return frozenset()
+    frozen = set()
+    declared = getattr(cls, "__trainable__", None)
+    if declared is not None:
+        frozen |= set(fields_of(obj)) - set((declared,) if isinstance(declared, str) else declared)
+    if dataclasses.is_dataclass(cls):
+        frozen |= {f.name for f in dataclasses.fields(cls) if f.metadata.get("trainable", True) is False}
+    return frozenset(frozen)
+
+
+@functools.lru_cache(maxsize=None)
+def _declares(cls) -> bool:
+    return hasattr(cls, "__trainable__") or dataclasses.is_dataclass(cls) and any(
+        f.metadata.get("trainable", True) is False for f in dataclasses.fields(cls)
+    )
+
+
+def parse_path(text: str) -> list:
+    """The steps of a freeze path: `[("attr", "layers"), ("item", 0), ("attr", "W")]`.
+
+    >>> parse_path("layers[0].W"), parse_path("['W1']")
+    ([('attr', 'layers'), ('item', 0), ('attr', 'W')], [('item', 'W1')])
+    """
+    try:
+        node = ast.parse("_" + ("" if text.startswith("[") else ".") + text, mode="eval").body
+        steps = []
+        while not isinstance(node, ast.Name):
+            if isinstance(node, ast.Attribute):
+                steps.append(("attr", node.attr))
+            elif isinstance(node, ast.Subscript):
+                steps.append(("item", ast.literal_eval(node.slice)))
+            else:
+                raise ValueError
+            node = node.value
+    except (SyntaxError, ValueError):
+        raise AdjointError(
+            f"cannot read the freeze path {text!r}: write attribute and index access relative to the "
+            "argument, e.g. 'layers[0].W', 'encoder' or \"['W1']\""
+        ) from None
+    return steps[::-1]
+
+
+def _canonical(steps) -> str:
+    return "".join(f".{key}" if kind == "attr" else f"[{key!r}]" for kind, key in steps)
+
+
+class Freezing:
+    """What is frozen in one argument: `paths`, the paths (`.layers[0].W`) of frozen subtrees
+    that hold floats, and `pruned`, the ids of the objects and arrays reachable only through
+    them (a weight tied to a trainable place is not pruned: it still needs its cotangent)."""
+
+    def __init__(self, argument, freeze=()):
+        self.paths: set[str] = set()
+        user = {_canonical(self._resolve(argument, text)) for text in freeze}
+        frozen_ids, open_ids = set(), set()
+        stack = [(argument, "", False)]
+        seen = set()
+        while stack:
+            tree, path, frozen = stack.pop()
+            frozen = frozen or path in user
+            if (id(tree), frozen) in seen:
+                continue
+            seen.add((id(tree), frozen))
+            (frozen_ids if frozen else open_ids).add(id(tree))
+            declared = frozen_fields(tree) if is_struct(tree) else ()
+            for key, value in children(tree):
+                child_path = path_of(path, tree, key)
+                child_frozen = frozen or key in declared
+                if child_frozen and not frozen and is_tree_with_floats(value):
+                    self.paths.add(child_path)
+                stack.append((value, child_path, child_frozen))
+        self.paths |= {p for p in user if p}
+        self.pruned = frozenset(frozen_ids - open_ids)
+
+    @staticmethod
+    def _resolve(argument, text):
+        steps = parse_path(text)
+        value = argument
+        for index, (kind, key) in enumerate(steps):
+            try:
+                value = getattr(value, key) if kind == "attr" else value[key]
+            except (AttributeError, KeyError, IndexError, TypeError):
+                raise AdjointError(
+                    f"the freeze path {text!r} does not exist in the argument: "
+                    f"{_canonical(steps[: index + 1]).lstrip('.')!r} cannot be read"
+                ) from None
+        return steps
+
+
+_pruned: contextvars.ContextVar[frozenset] = contextvars.ContextVar("adjoint_pruned", default=frozenset())
+
+
+@contextlib.contextmanager
+def pruning(ids: frozenset):
+    """Inside, `call_spec` also freezes fields holding the objects and arrays in `ids`."""
+    token = _pruned.set(_pruned.get() | ids) if ids else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _pruned.reset(token)
+
+
+def call_spec(args, wrt) -> tuple:
+    """The frozen fields of the arguments of a call made from differentiated code, as the
+    compiler's `frozen` key: `((position, (".eps", ...)), ...)`, empty in the common case."""
+    pruned = _pruned.get()
+    spec = []
+    for position in wrt:
+        if not isinstance(position, int) or position >= len(args):
+            continue
+        arg = args[position]
+        if is_struct(arg):
+            names = set(frozen_fields(arg))
+            if pruned:
+                names |= {name for name, value in fields_of(arg).items() if id(value) in pruned}
+            if names:
+                spec.append((position, tuple(sorted(path_of("", arg, n) for n in names))))
+        elif pruned and isinstance(arg, dict):
+            keys = [key for key, value in arg.items() if id(value) in pruned]
+            if keys:
+                spec.append((position, tuple(sorted(path_of("", arg, k) for k in keys))))
+    return tuple(spec)
