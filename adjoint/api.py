@@ -56,33 +56,39 @@ def pullback(f, *args, **kwargs):
     return _pullback(f, args, kwargs, range(len(args)))
 
 
-def grad(f, wrt=0):
+def grad(f, wrt=0, freeze=None):
     """The gradient function of scalar-valued `f` with respect to positional argument(s) `wrt`.
 
-    `wrt` is an int (one gradient) or a tuple of ints (a tuple of gradients).
+    `wrt` is an int (one gradient) or a tuple of ints (a tuple of gradients). An argument may
+    be a float, an array, or a container or object holding them (a model): its gradient then
+    mirrors it (see `adjoint.tree`). `freeze` lists paths in the differentiated argument
+    whose gradients are not wanted (`["layers[0].W", "encoder"]`; a dict from positions to
+    such lists when `wrt` is a tuple): they get `None`, and no adjoint work is spent on them.
 
     >>> import numpy as np, adjoint
     >>> def f(x):
     ...     return np.sum(x ** 2)
     >>> adjoint.grad(f)(np.array([1.0, 2.0]))
     array([2., 4.])
+    >>> adjoint.grad(lambda p: p["w"] * p["b"], freeze=["['b']"])({"w": 2.0, "b": 3.0})
+    {'w': 3.0, 'b': None}
     """
     positions = _positions(wrt)
 
     @functools.wraps(f)
     def gradient_of_f(*args, **kwargs):
-        value, back = _pullback(f, args, kwargs, positions)
+        value, back = _pullback(f, args, kwargs, positions, freeze)
         cotangents = back(arguments.unit(value, f))
         return arguments.select(cotangents, wrt)
 
     return gradient_of_f
 
 
-def value_and_grad(f, wrt=0, has_aux=False):
+def value_and_grad(f, wrt=0, has_aux=False, freeze=None):
     """Like `grad`, but the function returns `(value, gradient)`.
 
     With `has_aux=True`, `f` returns `(value, aux)`: `aux` is passed through undifferentiated
-    and the result is `((value, aux), gradient)`.
+    and the result is `((value, aux), gradient)`. `freeze` is as in `grad`.
 
     >>> import numpy as np, adjoint
     >>> def loss(w):
@@ -95,7 +101,7 @@ def value_and_grad(f, wrt=0, has_aux=False):
 
     @functools.wraps(f)
     def value_and_gradient_of_f(*args, **kwargs):
-        value, back = _pullback(f, args, kwargs, positions)
+        value, back = _pullback(f, args, kwargs, positions, freeze)
         if has_aux:
             if not (isinstance(value, tuple) and len(value) == 2):
                 raise AdjointError(f"with has_aux=True, {_name(f)} must return a pair (value, aux)")
@@ -107,8 +113,11 @@ def value_and_grad(f, wrt=0, has_aux=False):
     return value_and_gradient_of_f
 
 
-def gradient(f, *args, **kwargs):
+def gradient(f, *args, freeze=None, **kwargs):
     """The gradients of scalar-valued `f` at `args`: a tuple, one entry per positional argument.
+
+    `freeze` is a dict from argument positions to paths frozen in them (see `grad`), or a list
+    of paths in the first argument.
 
     >>> import adjoint
     >>> def f(x, y):
@@ -116,15 +125,19 @@ def gradient(f, *args, **kwargs):
     >>> adjoint.gradient(f, 2.0, 5.0)
     (5.0, 3.0)
     """
-    value, back = pullback(f, *args, **kwargs)
+    if isinstance(freeze, (list, tuple, str)):
+        freeze = {0: [freeze] if isinstance(freeze, str) else list(freeze)}
+    value, back = _pullback(f, args, kwargs, range(len(args)), freeze)
     return back(arguments.unit(value, f))
 
 
-def source(f, wrt=None) -> str:
+def source(f, wrt=None, *, args=None, freeze=None) -> str:
     """The generated Python source of `f`'s forward function and pullback.
 
     `wrt` (an int or tuple of ints) picks the parameters to differentiate; by default all
-    positional parameters.
+    positional parameters. Given example arguments `args` (and `freeze`, as in `grad`), the
+    source is the one those arguments get: specialised on the fields their classes or
+    `freeze` leave frozen.
 
     >>> import numpy as np, adjoint
     >>> def f(x):
@@ -147,7 +160,12 @@ def source(f, wrt=None) -> str:
         positions = tuple(range(f.__code__.co_argcount))
     else:
         positions = _positions(wrt)
-    return pipeline.compiled(f, positions).text
+    spec = ()
+    if args is not None:
+        positions = tuple(i for i in positions if i < len(args) and arguments.carries_gradient(args[i], i, f))
+        freezings = _freezings(args, positions, positions, freeze)
+        spec = _frozen_spec(freezings)
+    return pipeline.compiled(f, positions, spec).text
 
 
 def rrule(*primitives):
@@ -185,14 +203,12 @@ def _pullback(f, args, kwargs, positions, freeze=None):
             "positional arguments"
         )
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
-    freezings = {i: trainable.Freezing(args[i], _freeze_paths(freeze, i, positions)) for i in wrt
-                 if not runtime.is_differentiable(args[i])}
+    freezings = _freezings(args, wrt, positions, freeze)
     if registry.lookup(f) is not None:
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        spec = tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items() if z.paths)
-        forward = _forward(f, wrt, spec)
+        forward = _forward(f, wrt, _frozen_spec(freezings))
         _refuse_shared_updated_arguments(f, forward, args)
         pruned = frozenset().union(*(z.pruned for z in freezings.values()))
         with _recursion_headroom(), trainable.pruning(pruned):
@@ -210,6 +226,19 @@ def _pullback(f, args, kwargs, positions, freeze=None):
         return arguments.unshared(projected, cotangent)
 
     return value, back
+
+
+def _freezings(args, wrt, positions, freeze) -> dict:
+    """A `trainable.Freezing` per differentiated container or object argument."""
+    if isinstance(freeze, dict) and set(freeze) - set(wrt):
+        raise AdjointError(f"freeze names argument(s) {sorted(set(freeze) - set(wrt))}, which are not differentiated")
+    return {i: trainable.Freezing(args[i], _freeze_paths(freeze, i, positions)) for i in wrt
+            if not runtime.is_differentiable(args[i])}
+
+
+def _frozen_spec(freezings) -> tuple:
+    """The compiler's `frozen` key: `((position, (path, ...)), ...)`."""
+    return tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items() if z.paths)
 
 
 def _freeze_paths(freeze, position, positions) -> list:

@@ -132,10 +132,10 @@ def _widen(arg):
 
 
 def _random_like(value, rng):
-    if isinstance(value, (tuple, list)):
-        return type(value)(_random_like(v, rng) for v in value)
+    if isinstance(value, (tuple, list)) and not tree.is_tree_with_floats(value):
+        return type(value)([None] * len(value)) if not hasattr(type(value), "_fields") else None
     if tree.is_tree_with_floats(value) and not runtime.is_differentiable(value):
-        return tree.tree_map(lambda leaf: _random_like(leaf, rng), value)  # a direction shaped like the model
+        return tree.tree_map(lambda leaf: _random_like(leaf, rng), value)  # a direction shaped like the value
     if not runtime.is_differentiable(value):
         return None
     if type(value) is float:
