@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from . import arguments, registry, runtime, trainable
+from . import arguments, params, registry, runtime, trainable
 from .compiler import pipeline
 from .errors import AdjointError, TransformError
 
@@ -119,16 +119,29 @@ def gradient(f, *args, freeze=None, **kwargs):
     `freeze` is a dict from argument positions to paths frozen in them (see `grad`), or a list
     of paths in the first argument.
 
+    `gradient(f, ps)`, with `ps = adjoint.params(...)` and `f` taking no arguments, takes the
+    gradient with respect to those arrays wherever `f` reaches them (arguments, globals,
+    closures) and returns an `adjoint.Grads`, a mapping from each array to its gradient.
+
     >>> import adjoint
     >>> def f(x, y):
     ...     return x * y + y
     >>> adjoint.gradient(f, 2.0, 5.0)
     (5.0, 3.0)
     """
+    if len(args) == 1 and isinstance(args[0], params.Params):
+        return _implicit_gradient(f, args[0], kwargs)
     if isinstance(freeze, (list, tuple, str)):
         freeze = {0: [freeze] if isinstance(freeze, str) else list(freeze)}
     value, back = _pullback(f, args, kwargs, range(len(args)), freeze)
     return back(arguments.unit(value, f))
+
+
+def _implicit_gradient(f, ps, kwargs):
+    with params.collecting(ps) as collector:
+        value, back = _pullback(f, (), kwargs, (), implicit=True)
+        back(arguments.unit(value, f))
+    return params.Grads(ps, collector.sums)
 
 
 def source(f, wrt=None, *, args=None, freeze=None) -> str:
@@ -191,12 +204,15 @@ def rrule(*primitives):
 
 # ---- the one path every entry point takes ------------------------------------------------------
 
-def _pullback(f, args, kwargs, positions, freeze=None):
+def _pullback(f, args, kwargs, positions, freeze=None, implicit=False):
     call = getattr(type(f), "__call__", None)
     if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
     if isinstance(f, (functools.partial, types.MethodType)) or _is_array_method(f):
-        return _pullback_of_bound(f, args, kwargs, positions, freeze)
+        return _pullback_of_bound(f, args, kwargs, positions, freeze, implicit)
+    collector = params.collector() if implicit else None
+    if collector is not None:  # `gradient(model.loss, ps)`: the receiver may hold parameters
+        positions = tuple(i for i in range(len(args)) if collector.holds_parameter(args[i]))
     if positions and max(positions) >= len(args):
         raise AdjointError(
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
@@ -217,6 +233,8 @@ def _pullback(f, args, kwargs, positions, freeze=None):
     def back(cotangent):
         with _recursion_headroom():
             cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+        for i in wrt if collector is not None else ():
+            collector.add(args[i], cotangents[i])
         projected = [
             None if i not in wrt
             else arguments.structure(args[i], cotangents[i], frozenset(freezings[i].paths)) if i in freezings
@@ -258,7 +276,7 @@ def _freeze_paths(freeze, position, positions) -> list:
     return list(freeze)
 
 
-def _pullback_of_bound(f, args, kwargs, positions, freeze):
+def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit):
     """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
     their bound arguments prepended (constants: they get no cotangent)."""
     if isinstance(f, functools.partial):
@@ -268,7 +286,7 @@ def _pullback_of_bound(f, args, kwargs, positions, freeze):
     if isinstance(freeze, dict):
         freeze = {p + len(bound): paths for p, paths in freeze.items()}
     shifted = [p + len(bound) for p in positions]
-    value, back = _pullback(function, bound + tuple(args), kwargs, shifted, freeze)
+    value, back = _pullback(function, bound + tuple(args), kwargs, shifted, freeze, implicit)
     return value, lambda cotangent: back(cotangent)[len(bound) :]
 
 
@@ -298,7 +316,12 @@ def _is_array_method(f) -> bool:
 
 def _forward(f, wrt, frozen=()):
     try:
-        return pipeline.forward_function(f, wrt, frozen)
+        collector = params.collector()
+        if collector is None:
+            return pipeline.forward_function(f, wrt, frozen)
+        names = params.implicit_names(f, wrt, collector)
+        forward = pipeline.forward_function(f, tuple(wrt) + names, frozen, implicit=True)
+        return params.collected(forward, f, names, collector) if names else forward
     except TransformError as error:
         if not hasattr(f, "__wrapped__"):
             raise
@@ -335,7 +358,7 @@ def _transform_for_runtime(fn, wrt, args=()):
     callable objects and partials: `fn` is their function, called with the receiver first.
     The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`)."""
     _require_python_function(fn)
-    forward = pipeline.forward_function(fn, tuple(wrt), trainable.call_spec(args, wrt))
+    forward = _forward(fn, tuple(wrt), trainable.call_spec(args, wrt))
     if forward.__adjoint_updates__:
         parameter, line = forward.__adjoint_updates__[0]
         raise AdjointError(

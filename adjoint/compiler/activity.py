@@ -5,7 +5,8 @@ Guarantees: the function carries `VARIED`, the names whose values depend differe
 the inputs in `ctx.wrt` (parameter positions; strings name closure variables, and "**" the
 `**kwargs` parameter; positions past the named parameters are `*args`), and `USEFUL`, the
 names whose values reach the returned value along differentiable paths; both are fixed points
-over loops. A statement needs an adjoint only if its target is in both. A nested `def` or
+over loops. Compiling for implicit parameters (`ctx.implicit`), what a call of a Python
+function returns is varied whatever its arguments. A statement needs an adjoint only if its target is in both. A nested `def` or
 lambda varies with what it closes over and its default values; a loop's items vary with the
 sequence it walks (not `range` counters or `enumerate` positions). Comparisons, `//`, `not`,
 `~`, f-strings, sets, non-differentiable calls and constants vary with nothing.
@@ -37,7 +38,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     while True:  # loops carry values backwards: iterate to a fixed point
         before = len(varied)
         for stmt in statements:
-            if differentiable_reads(stmt) & varied:
+            if differentiable_reads(stmt) & varied or ctx.implicit and _calls_python(stmt):
                 varied |= defined_names(stmt)
         if len(varied) == before:
             break
@@ -106,6 +107,13 @@ def differentiable_operands(value) -> set[str]:
     if isinstance(value, gast.Call):
         return set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
     return syntax.load_names(value)
+
+
+def _calls_python(stmt) -> bool:
+    """A call of a user's function, which may read parameters of its own (implicit mode)."""
+    value = getattr(stmt, "value", None)
+    callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
+    return callee is not None and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not anno.get(value, anno.FROZEN)
 
 
 def _default_names(function) -> set[str]:

@@ -183,6 +183,8 @@ class CallAdjoints:
 
         def make(bar):
             cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
+            if not active:  # implicit parameters: the call's pullback adds to them itself
+                return [syntax.expression_statement(cotangents)], [None] * len(args)
             if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
                 return [], [syntax.subscript(cotangents, i) if i in active else None for i in range(len(args))]
             if not names:

@@ -25,6 +25,9 @@ class Context:
     wrt: tuple[int, ...]  # positions of the parameters to differentiate with respect to
     # Paths frozen in the arguments, by parameter position: `{0: (".encoder", ".layers[0].W")}`.
     frozen: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # Compiling for implicit parameters: calls of Python functions carry gradients whatever
+    # their arguments (they may read parameters through their globals and closures).
+    implicit: bool = False
     namer: Namer = None
     problems: list[Problem] = dataclasses.field(default_factory=list)
     # Objects the generated code needs that the user's namespace does not hold, by name.

@@ -36,6 +36,8 @@ import types
 
 import gast
 
+from .. import registry
+from ..runtime import structs
 from . import annotations as anno
 from . import syntax
 from .iteration import Iteration
@@ -264,8 +266,9 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
 
     def _call(self, expr, hint):
         func = expr.func
-        local_chain = syntax.root_name(func) in self.local_names and not isinstance(getattr(func, "value", None), gast.Name)
-        if isinstance(func, gast.Attribute) and (syntax.dotted(func) is None or local_chain):
+        root = syntax.root_name(func)
+        local_chain = root in self.local_names and not isinstance(getattr(func, "value", None), gast.Name)
+        if isinstance(func, gast.Attribute) and (syntax.dotted(func) is None or local_chain or self._is_model(func)):
             func = syntax.attr(self.atom(func.value, hint), func.attr)  # `(a - b).mean()` stays a method call
         elif syntax.dotted(func) is None:
             func = self.atom(func, hint + "_fn")
@@ -294,6 +297,19 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
         module = self.ctx.lookup_global(root)
         return isinstance(module, types.ModuleType) and module.__name__.split(".")[0] in _LIBRARIES
 
+    def _is_model(self, func) -> bool:
+        """`func` is a method of a global or closure variable holding an object or container of
+        the user's (`model.loss`, `model.encoder.forward`), called on it as a receiver so a
+        gradient can flow into it; unless the method is registered (`_log.info`, marked
+        non-differentiable)."""
+        name = syntax.root_name(func)
+        if name is None or name in self.local_names or not is_object_of_user(self.ctx.lookup_global(name, _UNBOUND)):
+            return False
+        method = self.ctx.lookup_global(name)
+        for attribute in syntax.dotted(func).split(".")[1:]:
+            method = getattr(method, attribute, None)
+        return registry.lookup(method) is None and not registry.is_non_differentiable(method)
+
     def _is_global_value(self, name: str) -> bool:
         """A global or closure variable holding data (not a module, function or class)."""
         if name in self.local_names:
@@ -303,6 +319,12 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
 
 
 _LIBRARIES = {"numpy", "math", "scipy", "builtins", "cmath"}
+
+
+def is_object_of_user(value) -> bool:
+    """An object or container that methods are called on as a receiver (not a module, class,
+    function or array)."""
+    return structs.is_struct(value) or isinstance(value, (dict, list, tuple))
 
 
 _UNBOUND = object()

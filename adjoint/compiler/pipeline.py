@@ -34,11 +34,11 @@ PASSES = (
     ("optimize", optimize.transform),
 )
 
-_compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen) -> (code, Compiled)
+_compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit) -> (code, Compiled)
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
-def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()):
+def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = (), implicit: bool = False):
     """Run the passes over `fn` up to and including `until` (all by default): `(node, ctx)`.
 
     >>> def f(x):
@@ -47,7 +47,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     >>> print(syntax.unparse(node.body[0]))
     f = x * x
     """
-    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen))
+    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen), implicit)
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
     for name, transform in PASSES:
@@ -61,9 +61,9 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     return node, ctx
 
 
-def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = ()) -> loader.Compiled:
+def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False) -> loader.Compiled:
     """Run every pass over `fn` and compile the result (not cached)."""
-    node, ctx = lower(fn, wrt, frozen=frozen)
+    node, ctx = lower(fn, wrt, frozen=frozen, implicit=implicit)
     text = emit.to_source(node, ctx)
     code = fn.__code__
     compiled = loader.compile_source(
@@ -74,39 +74,41 @@ def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = ()) -> loader.Com
     return compiled
 
 
-def compiled(fn, wrt: tuple[int, ...], frozen: tuple = ()) -> loader.Compiled:
+def compiled(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False) -> loader.Compiled:
     """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound.
 
     Keyed by the code object's identity: code objects compare equal across files when their
     bytecode is the same, and each file needs its own transform (its source, its names).
     """
     code = fn.__code__
-    key = (id(code), wrt, frozen)
+    key = (id(code), wrt, frozen, implicit)
     entry = _compiled.get(key)
     if entry is None or entry[0] is not code or not loader.still_valid(entry[1], fn):
-        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen))
+        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen, implicit))
     return entry[1]
 
 
-def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = ()):
+def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False):
     """The generated forward function of `fn`, bound to `fn`'s globals and cells.
 
-    `frozen` is `((position, (path, ...)), ...)`: the paths of the arguments that are frozen."""
+    `frozen` is `((position, (path, ...)), ...)`: the paths of the arguments that are frozen.
+    `implicit` compiles for implicit parameters (`adjoint.params`): every call of a Python
+    function is differentiated, since the function may read parameters through its globals."""
     try:
         per_function = _instances[fn]
     except KeyError:
         per_function = _instances[fn] = {}
-    generated = per_function.get((wrt, frozen))
+    generated = per_function.get((wrt, frozen, implicit))
     if (
         generated is None or generated.__adjoint_code__ is not fn.__code__
         or not loader.still_valid(generated.__adjoint_compiled__, fn)
     ):
-        result = compiled(fn, wrt, frozen)
+        result = compiled(fn, wrt, frozen, implicit)
         generated = loader.instantiate(result, fn)
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_compiled__ = result
         generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
-        per_function[(wrt, frozen)] = generated
+        per_function[(wrt, frozen, implicit)] = generated
     return generated
 
 

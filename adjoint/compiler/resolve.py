@@ -25,7 +25,7 @@ from .. import registry, runtime
 from . import annotations as anno
 from . import syntax
 from .context import Context
-from .normalize import assigned_names
+from .normalize import assigned_names, is_object_of_user
 
 RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING = "rule", "nondiff", "python", "dynamic", "missing"
 FIELD = "field"  # an attribute read that is not an array's: a field of the user's object
@@ -104,6 +104,10 @@ def _resolve_call(func, ctx, local_names) -> Callee:
     if obj is _UNBOUND:
         return Callee(DYNAMIC, text)  # NameError or AttributeError at run time, as in Python
     callee = classify(obj, text)
+    if callee.kind not in (RULE, NON_DIFFERENTIABLE) and isinstance(func, gast.Attribute) and is_object_of_user(
+        ctx.lookup_global(root)
+    ):
+        return Callee(DYNAMIC, text, method=True)  # `model.loss(x)` on a global model: `adj.method_vjp`
     if callee.kind == RULE and isinstance(obj, types.BuiltinMethodType) and registry.unbound(obj) is not None:
         return Callee(DYNAMIC, text, method=True)  # `W.dot(x)` on a global array: `adj.method_vjp`
     if callee.kind in (RULE, NON_DIFFERENTIABLE):

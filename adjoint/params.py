@@ -1,0 +1,231 @@
+"""Implicit parameters: `params` collects a model's arrays, `gradient(loss, ps)` returns `Grads`.
+
+Script-style models need no class: the loss reads its weights as globals or through closures,
+and `adjoint.gradient(lambda: loss(x, y), ps)` returns a `Grads`, a mapping from each
+parameter array (by identity) to its gradient. While such a gradient runs, every user
+function adjoint differentiates also differentiates with respect to the globals and closure
+variables that hold parameters (`implicit_names`); its pullback hands their cotangents to the
+running `Collector` rather than to its caller. A weight used in several places (tied) gets
+the sum of its uses.
+
+>>> import numpy as np, adjoint
+>>> W = np.array([1.0, 2.0])
+>>> def loss(x):
+...     return np.sum(W * x)
+>>> ps = adjoint.params(W)
+>>> gs = adjoint.gradient(lambda: loss(np.array([3.0, 4.0])), ps)
+>>> gs[W]
+array([3., 4.])
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import contextlib
+import contextvars
+import types
+
+import numpy as np
+
+from .errors import AdjointError
+from .runtime import is_differentiable
+from .runtime.structs import is_struct
+from .trainable import frozen_fields
+from .tree import child, children
+
+
+class Params(collections.abc.Sequence):
+    """The trainable float arrays of a model, each once, in the order they were found."""
+
+    def __init__(self, arrays=()):
+        self._arrays, self._ids = [], set()
+        for array in arrays:
+            if id(array) not in self._ids:
+                self._ids.add(id(array))
+                self._arrays.append(array)
+
+    def __getitem__(self, index):
+        return self._arrays[index]
+
+    def __len__(self):
+        return len(self._arrays)
+
+    def __contains__(self, array):
+        return id(array) in self._ids
+
+    def __repr__(self):
+        shapes = ", ".join(str(a.shape) for a in self._arrays)
+        return f"Params({len(self)} arrays: {shapes})"
+
+
+def params(*trees) -> Params:
+    """The trainable float arrays reachable from `trees` (models, containers, arrays), each
+    once: fields a class declares frozen are skipped (see `adjoint.trainable`). Python floats
+    are not parameters here: they cannot be updated in place; hold them in 0-d arrays.
+
+    >>> import numpy as np, adjoint
+    >>> W = np.ones((2, 2))
+    >>> adjoint.params({"W": W, "tied": W, "n": 3}, np.zeros(2))
+    Params(2 arrays: (2, 2), (2,))
+    """
+    found, seen = [], set()
+
+    def walk(tree):
+        if isinstance(tree, np.ndarray):
+            if is_differentiable(tree):
+                found.append(tree)
+            return
+        if is_struct(tree):
+            if id(tree) in seen:
+                return
+            seen.add(id(tree))
+            frozen = frozen_fields(tree)
+            for key, value in children(tree):
+                if key not in frozen:
+                    walk(value)
+            return
+        for _, value in children(tree):
+            walk(value)
+
+    for tree in trees:
+        walk(tree)
+    return Params(found)
+
+
+class Grads(collections.abc.Mapping):
+    """The gradients of implicit parameters: `gs[W]` is the gradient of the array `W`, looked
+    up by identity. Iterating gives the parameters, in the order of their `Params`."""
+
+    def __init__(self, ps: Params, sums: dict):
+        self._params = ps
+        self._grads = {id(p): _as_gradient(sums.get(id(p)), p) for p in ps}
+
+    def __getitem__(self, array):
+        try:
+            return self._grads[id(array)]
+        except (KeyError, TypeError):
+            raise KeyError("not one of the parameters these gradients were taken for (they are looked up by identity)") from None
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __len__(self):
+        return len(self._params)
+
+    def __contains__(self, array):
+        return id(array) in self._grads
+
+    def __repr__(self):
+        return f"Grads({len(self)} arrays: {', '.join(str(g.shape) for g in self._grads.values())})"
+
+
+def _as_gradient(total, param):
+    if total is None:
+        return np.zeros_like(param)
+    return np.array(np.broadcast_to(total, param.shape), dtype=param.dtype)
+
+
+# ---- collecting cotangents while a gradient runs -------------------------------------------
+
+class Collector:
+    """The sums of cotangents per parameter (by identity) during one implicit gradient."""
+
+    def __init__(self, ps: Params):
+        self.ids = {id(p) for p in ps}
+        self.sums: dict[int, object] = {}
+        self._holds: dict[int, bool] = {}
+
+    def holds_parameter(self, value) -> bool:
+        """Whether a parameter is reachable from `value` (cached per object for the call)."""
+        if isinstance(value, types.MethodType):
+            value = value.__self__
+        if isinstance(value, np.ndarray):
+            return id(value) in self.ids
+        if isinstance(value, (types.FunctionType, types.ModuleType, type)) or not (
+            isinstance(value, (dict, list, tuple)) or is_struct(value)
+        ):
+            return False
+        key = id(value)
+        if key not in self._holds:
+            self._holds[key] = False  # a cycle back to `value` adds nothing
+            self._holds[key] = any(self.holds_parameter(v) for _, v in children(value))
+        return self._holds[key]
+
+    def add(self, value, cotangent) -> None:
+        """Add the cotangent of `value` (an array, or a tree holding some) to its parameters."""
+        if cotangent is None:
+            return
+        if isinstance(value, types.MethodType):
+            value = value.__self__  # a bound method's cotangent is its receiver's
+        if isinstance(value, np.ndarray):
+            if id(value) in self.ids:
+                total = self.sums.get(id(value))
+                self.sums[id(value)] = cotangent if total is None else total + cotangent
+            return
+        for key, part in children(value):
+            self.add(part, child(cotangent, key))
+
+
+_collector: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("adjoint_params", default=None)
+
+
+def collector() -> Collector | None:
+    """The collector of the implicit gradient running now, if any."""
+    return _collector.get()
+
+
+@contextlib.contextmanager
+def collecting(ps):
+    if not isinstance(ps, Params):
+        raise AdjointError(f"implicit gradients need adjoint.params(...), not {type(ps).__name__}")
+    token = _collector.set(Collector(ps))
+    try:
+        yield _collector.get()
+    finally:
+        _collector.reset(token)
+
+
+def implicit_names(fn, wrt, collector: Collector) -> tuple:
+    """The globals and closure variables of `fn` that hold parameters, not already in `wrt`."""
+    names = []
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            continue
+        if name not in wrt and collector.holds_parameter(contents):
+            names.append(name)
+    for name in code.co_names:
+        if name in fn.__globals__ and name not in wrt and collector.holds_parameter(fn.__globals__[name]):
+            names.append(name)
+    return tuple(names)
+
+
+def collected(forward, fn, names, collector: Collector):
+    """`forward`, whose pullback returns the cotangents of `names` last, as a forward function
+    whose pullback adds those to `collector` and returns the others."""
+    count = len(names)
+
+    def implicit_forward(*args, **kwargs):
+        values = [_current(fn, name) for name in names]
+        value, pullback = forward(*args, **kwargs)
+
+        def implicit_pullback(g):
+            cotangents = tuple(pullback(g))
+            for held, cotangent in zip(values, cotangents[-count:]):
+                collector.add(held, cotangent)
+            return cotangents[:-count]
+
+        return value, implicit_pullback
+
+    for attribute in ("__adjoint_arity__", "__adjoint_updates__", "__adjoint_code__", "__adjoint_compiled__"):
+        setattr(implicit_forward, attribute, getattr(forward, attribute))
+    return implicit_forward
+
+
+def _current(fn, name):
+    code = fn.__code__
+    if name in code.co_freevars:
+        return fn.__closure__[code.co_freevars.index(name)].cell_contents
+    return fn.__globals__[name]
