@@ -11,10 +11,11 @@
 from . import rules as _rules  # noqa: F401  (registers the built-in rules)
 from .api import differentiable, grad, gradient, pullback, rrule, source, value_and_grad
 from .errors import AdjointError, TransformError
-from .params import Grads, Params, params
+from .implicit import Grads, Params, params
 from .registry import non_differentiable
 from .runtime.structs import Tangent
 from .tree import tree_leaves, tree_map
+from . import optim  # noqa: E402  (adjoint.optim.SGD, adjoint.optim.Adam)
 
 __all__ = [
     "AdjointError",

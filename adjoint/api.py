@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from . import arguments, params, registry, runtime, trainable
+from . import arguments, implicit, registry, runtime, trainable
 from .compiler import pipeline
 from .errors import AdjointError, TransformError
 
@@ -129,7 +129,7 @@ def gradient(f, *args, freeze=None, **kwargs):
     >>> adjoint.gradient(f, 2.0, 5.0)
     (5.0, 3.0)
     """
-    if len(args) == 1 and isinstance(args[0], params.Params):
+    if len(args) == 1 and isinstance(args[0], implicit.Params):
         return _implicit_gradient(f, args[0], kwargs)
     if isinstance(freeze, (list, tuple, str)):
         freeze = {0: [freeze] if isinstance(freeze, str) else list(freeze)}
@@ -138,10 +138,10 @@ def gradient(f, *args, freeze=None, **kwargs):
 
 
 def _implicit_gradient(f, ps, kwargs):
-    with params.collecting(ps) as collector:
-        value, back = _pullback(f, (), kwargs, (), implicit=True)
+    with implicit.collecting(ps) as collector:
+        value, back = _pullback(f, (), kwargs, (), implicit_parameters=True)
         back(arguments.unit(value, f))
-    return params.Grads(ps, collector.sums)
+    return implicit.Grads(ps, collector.sums)
 
 
 def source(f, wrt=None, *, args=None, freeze=None) -> str:
@@ -204,13 +204,13 @@ def rrule(*primitives):
 
 # ---- the one path every entry point takes ------------------------------------------------------
 
-def _pullback(f, args, kwargs, positions, freeze=None, implicit=False):
+def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False):
     call = getattr(type(f), "__call__", None)
     if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
     if isinstance(f, (functools.partial, types.MethodType)) or _is_array_method(f):
-        return _pullback_of_bound(f, args, kwargs, positions, freeze, implicit)
-    collector = params.collector() if implicit else None
+        return _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters)
+    collector = implicit.collector() if implicit_parameters else None
     if collector is not None:  # `gradient(model.loss, ps)`: the receiver may hold parameters
         positions = tuple(i for i in range(len(args)) if collector.holds_parameter(args[i]))
     if positions and max(positions) >= len(args):
@@ -276,7 +276,7 @@ def _freeze_paths(freeze, position, positions) -> list:
     return list(freeze)
 
 
-def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit):
+def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
     """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
     their bound arguments prepended (constants: they get no cotangent)."""
     if isinstance(f, functools.partial):
@@ -286,7 +286,7 @@ def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit):
     if isinstance(freeze, dict):
         freeze = {p + len(bound): paths for p, paths in freeze.items()}
     shifted = [p + len(bound) for p in positions]
-    value, back = _pullback(function, bound + tuple(args), kwargs, shifted, freeze, implicit)
+    value, back = _pullback(function, bound + tuple(args), kwargs, shifted, freeze, implicit_parameters)
     return value, lambda cotangent: back(cotangent)[len(bound) :]
 
 
@@ -316,12 +316,12 @@ def _is_array_method(f) -> bool:
 
 def _forward(f, wrt, frozen=()):
     try:
-        collector = params.collector()
+        collector = implicit.collector()
         if collector is None:
             return pipeline.forward_function(f, wrt, frozen)
-        names = params.implicit_names(f, wrt, collector)
+        names = implicit.implicit_names(f, wrt, collector)
         forward = pipeline.forward_function(f, tuple(wrt) + names, frozen, implicit=True)
-        return params.collected(forward, f, names, collector) if names else forward
+        return implicit.collected(forward, f, names, collector) if names else forward
     except TransformError as error:
         if not hasattr(f, "__wrapped__"):
             raise
