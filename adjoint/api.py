@@ -1,22 +1,19 @@
 """The public API: `differentiable`, `pullback`, `grad`, `value_and_grad`, `gradient`, `source`.
 
 Every entry point goes through `_pullback`, which decides which arguments carry gradients
-(floats and float arrays), gets the generated forward function for exactly those, and wraps
+(floats and float arrays, and the containers and objects holding them), gets the generated
+forward function for exactly those, and wraps
 its pullback so the cotangents handed back match the arguments' kinds, shapes and dtypes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import sys
 import types
 
-import numpy as np
-
-from . import arguments, implicit, registry, runtime, trainable
+from . import arguments, forwards, implicit, registry, runtime, trainable
 from .compiler import pipeline
-from .errors import AdjointError, TransformError
+from .errors import AdjointError
 
 __all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule"]
 
@@ -176,8 +173,8 @@ def source(f, wrt=None, *, args=None, freeze=None) -> str:
     spec = ()
     if args is not None:
         positions = tuple(i for i in positions if i < len(args) and arguments.carries_gradient(args[i], i, f))
-        freezings = _freezings(args, positions, positions, freeze)
-        spec = _frozen_spec(freezings)
+        freezings = trainable.freezings(args, positions, positions, freeze)
+        spec = trainable.frozen_spec(freezings)
     return pipeline.compiled(f, positions, spec).text
 
 
@@ -219,13 +216,13 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
             "positional arguments"
         )
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
-    freezings = _freezings(args, wrt, positions, freeze)
+    freezings = trainable.freezings(args, wrt, positions, freeze)
     if registry.lookup(f) is not None:
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        forward = _forward(f, wrt, _frozen_spec(freezings))
-        _refuse_shared_updated_arguments(f, forward, args)
+        forward = _forward(f, wrt, trainable.frozen_spec(freezings))
+        forwards.refuse_shared_updated_arguments(f, forward, args)
         pruned = frozenset().union(*(z.pruned for z in freezings.values()))
         with _recursion_headroom(), trainable.pruning(pruned):
             value, generated_pullback = forward(*args, **kwargs)
@@ -246,36 +243,6 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
     return value, back
 
 
-def _freezings(args, wrt, positions, freeze) -> dict:
-    """A `trainable.Freezing` per differentiated container or object argument."""
-    if isinstance(freeze, dict) and set(freeze) - set(wrt):
-        raise AdjointError(f"freeze names argument(s) {sorted(set(freeze) - set(wrt))}, which are not differentiated")
-    return {i: trainable.Freezing(args[i], _freeze_paths(freeze, i, positions)) for i in wrt
-            if not runtime.is_differentiable(args[i])}
-
-
-def _frozen_spec(freezings) -> tuple:
-    """The compiler's `frozen` key: `((position, (path, ...)), ...)`."""
-    return tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items() if z.paths)
-
-
-def _freeze_paths(freeze, position, positions) -> list:
-    """The freeze paths for argument `position`: `freeze` is a list of paths relative to the
-    one differentiated argument, or a dict from positions to such lists."""
-    if not freeze:
-        return []
-    if isinstance(freeze, dict):
-        return list(freeze.get(position, ()))
-    if isinstance(freeze, str):
-        freeze = [freeze]
-    if len(positions) != 1:
-        raise AdjointError(
-            "with several arguments differentiated, give freeze as a dict from argument position to "
-            "paths, e.g. freeze={0: ['encoder']}"
-        )
-    return list(freeze)
-
-
 def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
     """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
     their bound arguments prepended (constants: they get no cotangent)."""
@@ -290,47 +257,8 @@ def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
     return value, lambda cotangent: back(cotangent)[len(bound) :]
 
 
-@contextlib.contextmanager
-def _recursion_headroom():
-    """Room for recursion as deep as plain Python allows: a differentiated recursive call takes
-    about three frames (`vjp`, the forward function, its pullback) where Python takes one."""
-    global _raised
-    limit = sys.getrecursionlimit()
-    if not _raised:
-        sys.setrecursionlimit(3 * limit)
-    _raised += 1
-    try:
-        yield
-    finally:
-        _raised -= 1
-        if not _raised:
-            sys.setrecursionlimit(limit)
-
-
-_raised = 0  # how many differentiated calls are running (only the outermost raises the limit)
-
-
 def _is_array_method(f) -> bool:
     return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
-
-
-def _forward(f, wrt, frozen=()):
-    try:
-        collector = implicit.collector()
-        if collector is None:
-            return pipeline.forward_function(f, wrt, frozen)
-        names = implicit.implicit_names(f, wrt, collector)
-        forward = pipeline.forward_function(f, tuple(wrt) + names, frozen, implicit=True)
-        return implicit.collected(forward, f, names, collector) if names else forward
-    except TransformError as error:
-        if not hasattr(f, "__wrapped__"):
-            raise
-        context = (
-            f"`{f.__qualname__}` is a wrapper made by a decorator (it has `__wrapped__`), and these "
-            "problems are in the wrapper's code. Differentiate the undecorated function, "
-            f"`{f.__qualname__}.__wrapped__`, or apply the decorator outside adjoint."
-        )
-        raise TransformError(error.function_name, error.problems, context) from None
 
 
 def _positions(wrt):
@@ -340,56 +268,7 @@ def _positions(wrt):
     raise AdjointError(f"wrt must be a non-negative int or a tuple of them, not {wrt!r}")
 
 
-def _require_python_function(f):
-    if not isinstance(f, types.FunctionType):
-        name = getattr(f, "__qualname__", None) or type(f).__name__
-        raise AdjointError(
-            f"adjoint cannot differentiate `{name}` ({type(f).__name__}): it has no rule and is "
-            "not a Python function. Differentiate a Python function that calls it, or register a "
-            "rule for it with @adjoint.rrule."
-        )
-
-
 _name = arguments.name_of
-
-
-def _transform_for_runtime(fn, wrt, args=()):
-    """The forward function of `fn` for `runtime.vjp`, which has already unwrapped bound methods,
-    callable objects and partials: `fn` is their function, called with the receiver first.
-    The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`)."""
-    _require_python_function(fn)
-    forward = _forward(fn, tuple(wrt), trainable.call_spec(args, wrt))
-    if forward.__adjoint_updates__:
-        parameter, line = forward.__adjoint_updates__[0]
-        raise AdjointError(
-            f"{_name(fn)} updates its argument `{parameter}` in place (line {line} of "
-            f"{fn.__code__.co_filename}). Called from differentiated code, adjoint would leave the "
-            f"caller's value unchanged, unlike Python. Return the new value instead "
-            f"(`{parameter} = {parameter} + ...`, or `{parameter} = {parameter}.copy()` first)."
-        )
-    return forward
-
-
-def _refuse_shared_updated_arguments(f, forward, args) -> None:
-    """A function that updates a parameter in place may not be passed that array twice: in
-    Python the other parameter would see the update, in adjoint's copy it would not."""
-    if not forward.__adjoint_updates__:
-        return
-    names = f.__code__.co_varnames[: f.__code__.co_argcount]
-    for parameter, line in forward.__adjoint_updates__:
-        if parameter not in names or names.index(parameter) >= len(args):
-            continue
-        position = names.index(parameter)
-        updated = args[position]
-        for index, other in enumerate(args):
-            if index != position and isinstance(updated, np.ndarray) and isinstance(other, np.ndarray) and (
-                np.may_share_memory(updated, other)
-            ):
-                raise AdjointError(
-                    f"{_name(f)} updates its argument `{parameter}` in place (line {line}), and argument "
-                    f"{index} shares its memory: Python would show the update through both, adjoint "
-                    f"updates a copy. Pass a copy, or write `{parameter} = {parameter} + ...`."
-                )
-
-
-runtime.install_transformer(_transform_for_runtime)
+_forward = forwards.forward
+_recursion_headroom = forwards.recursion_headroom
+_require_python_function = forwards.require_python_function

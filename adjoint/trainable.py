@@ -29,6 +29,7 @@ import dataclasses
 import functools
 
 from .errors import AdjointError
+from .runtime import is_differentiable
 from .runtime.structs import fields_of, is_struct
 from .tree import children, is_tree_with_floats, path_of
 
@@ -160,3 +161,36 @@ def call_spec(args, wrt) -> tuple:
             if keys:
                 spec.append((position, tuple(sorted(path_of("", arg, k) for k in keys))))
     return tuple(spec)
+
+
+# ---- the `freeze=` argument of `grad` ---------------------------------------------------------
+
+def freezings(args, wrt, positions, freeze) -> dict:
+    """A `Freezing` per differentiated container or object argument among `args` (positions
+    `wrt`), given the `freeze` argument of `grad` (see `freeze_paths`)."""
+    if isinstance(freeze, dict) and set(freeze) - set(wrt):
+        raise AdjointError(f"freeze names argument(s) {sorted(set(freeze) - set(wrt))}, which are not differentiated")
+    return {i: Freezing(args[i], freeze_paths(freeze, i, positions)) for i in wrt
+            if not is_differentiable(args[i])}
+
+
+def frozen_spec(freezings) -> tuple:
+    """The compiler's `frozen` key: `((position, (path, ...)), ...)`."""
+    return tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items() if z.paths)
+
+
+def freeze_paths(freeze, position, positions) -> list:
+    """The freeze paths for argument `position`: `freeze` is a list of paths relative to the
+    one differentiated argument, or a dict from positions to such lists."""
+    if not freeze:
+        return []
+    if isinstance(freeze, dict):
+        return list(freeze.get(position, ()))
+    if isinstance(freeze, str):
+        freeze = [freeze]
+    if len(positions) != 1:
+        raise AdjointError(
+            "with several arguments differentiated, give freeze as a dict from argument position to "
+            "paths, e.g. freeze={0: ['encoder']}"
+        )
+    return list(freeze)

@@ -1,0 +1,115 @@
+"""Generated forward functions for the API and for calls made from generated code.
+
+`forward(f, wrt, frozen)` gets the compiled forward function (wrapped for implicit parameters
+while `adjoint.gradient(f, ps)` runs); `transform_for_runtime` is what `runtime.vjp` calls to
+differentiate your functions from inside generated code; `recursion_headroom` makes room for
+differentiated recursion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+
+import numpy as np
+
+from . import implicit, runtime, trainable
+from .arguments import name_of
+from .compiler import pipeline
+from .errors import AdjointError, TransformError
+
+
+@contextlib.contextmanager
+def recursion_headroom():
+    """Room for recursion as deep as plain Python allows: a differentiated recursive call takes
+    about three frames (`vjp`, the forward function, its pullback) where Python takes one."""
+    global _raised
+    limit = sys.getrecursionlimit()
+    if not _raised:
+        sys.setrecursionlimit(3 * limit)
+    _raised += 1
+    try:
+        yield
+    finally:
+        _raised -= 1
+        if not _raised:
+            sys.setrecursionlimit(limit)
+
+
+_raised = 0  # how many differentiated calls are running (only the outermost raises the limit)
+
+
+def forward(f, wrt, frozen=()):
+    """The generated forward function of `f` for the parameter positions `wrt` and the frozen
+    paths `frozen`; while an implicit gradient runs (`adjoint.params`), also with respect to
+    the globals and closure variables of `f` that hold parameters."""
+    try:
+        collector = implicit.collector()
+        if collector is None:
+            return pipeline.forward_function(f, wrt, frozen)
+        names = implicit.implicit_names(f, wrt, collector)
+        forward = pipeline.forward_function(f, tuple(wrt) + names, frozen, implicit=True)
+        return implicit.collected(forward, f, names, collector) if names else forward
+    except TransformError as error:
+        if not hasattr(f, "__wrapped__"):
+            raise
+        context = (
+            f"`{f.__qualname__}` is a wrapper made by a decorator (it has `__wrapped__`), and these "
+            "problems are in the wrapper's code. Differentiate the undecorated function, "
+            f"`{f.__qualname__}.__wrapped__`, or apply the decorator outside adjoint."
+        )
+        raise TransformError(error.function_name, error.problems, context) from None
+
+
+def require_python_function(f):
+    """Refuse, with what to do, something that is neither a rule's primitive nor Python code."""
+    if not isinstance(f, types.FunctionType):
+        name = getattr(f, "__qualname__", None) or type(f).__name__
+        raise AdjointError(
+            f"adjoint cannot differentiate `{name}` ({type(f).__name__}): it has no rule and is "
+            "not a Python function. Differentiate a Python function that calls it, or register a "
+            "rule for it with @adjoint.rrule."
+        )
+
+
+def transform_for_runtime(fn, wrt, args=()):
+    """The forward function of `fn` for `runtime.vjp`, which has already unwrapped bound methods,
+    callable objects and partials: `fn` is their function, called with the receiver first.
+    The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`)."""
+    require_python_function(fn)
+    generated = forward(fn, tuple(wrt), trainable.call_spec(args, wrt))
+    if generated.__adjoint_updates__:
+        parameter, line = generated.__adjoint_updates__[0]
+        raise AdjointError(
+            f"{name_of(fn)} updates its argument `{parameter}` in place (line {line} of "
+            f"{fn.__code__.co_filename}). Called from differentiated code, adjoint would leave the "
+            f"caller's value unchanged, unlike Python. Return the new value instead "
+            f"(`{parameter} = {parameter} + ...`, or `{parameter} = {parameter}.copy()` first)."
+        )
+    return generated
+
+
+def refuse_shared_updated_arguments(f, forward, args) -> None:
+    """A function that updates a parameter in place may not be passed that array twice: in
+    Python the other parameter would see the update, in adjoint's copy it would not."""
+    if not forward.__adjoint_updates__:
+        return
+    names = f.__code__.co_varnames[: f.__code__.co_argcount]
+    for parameter, line in forward.__adjoint_updates__:
+        if parameter not in names or names.index(parameter) >= len(args):
+            continue
+        position = names.index(parameter)
+        updated = args[position]
+        for index, other in enumerate(args):
+            if index != position and isinstance(updated, np.ndarray) and isinstance(other, np.ndarray) and (
+                np.may_share_memory(updated, other)
+            ):
+                raise AdjointError(
+                    f"{name_of(f)} updates its argument `{parameter}` in place (line {line}), and argument "
+                    f"{index} shares its memory: Python would show the update through both, adjoint "
+                    f"updates a copy. Pass a copy, or write `{parameter} = {parameter} + ...`."
+                )
+
+
+runtime.install_transformer(transform_for_runtime)
