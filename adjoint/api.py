@@ -2,8 +2,8 @@
 
 Every entry point goes through `_pullback`, which decides which arguments carry gradients
 (floats and float arrays, and the containers and objects holding them), gets the generated
-forward function for exactly those, and wraps
-its pullback so the cotangents handed back match the arguments' kinds, shapes and dtypes.
+forward function for exactly those, and wraps its pullback so the cotangents handed back
+match the arguments' kinds, shapes and dtypes (a model's mirror it: see `arguments.structure`).
 """
 
 from __future__ import annotations
