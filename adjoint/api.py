@@ -221,11 +221,15 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        forward = _forward(f, wrt, trainable.frozen_spec(freezings))
+        forward = _forward(f, wrt, trainable.frozen_spec(freezings) if freezings else ())
         forwards.refuse_shared_updated_arguments(f, forward, args)
-        pruned = frozenset().union(*(z.pruned for z in freezings.values()))
-        with _recursion_headroom(), trainable.pruning(pruned):
-            value, generated_pullback = forward(*args, **kwargs)
+        if freezings:
+            pruned = frozenset().union(*(z.pruned for z in freezings.values()))
+            with _recursion_headroom(), trainable.pruning(pruned):
+                value, generated_pullback = forward(*args, **kwargs)
+        else:  # arrays and floats only: the common case, kept cheap
+            with _recursion_headroom():
+                value, generated_pullback = forward(*args, **kwargs)
 
     def back(cotangent):
         with _recursion_headroom():
