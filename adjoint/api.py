@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import arguments, forwards, implicit, registry, runtime, trainable
+from . import arguments, forwards, implicit, registry, runtime, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
 
@@ -210,6 +210,13 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
     collector = implicit.collector() if implicit_parameters else None
     if collector is not None:  # `gradient(model.loss, ps)`: the receiver may hold parameters
         positions = tuple(i for i in range(len(args)) if collector.holds_parameter(args[i]))
+        held = [key for key, value in kwargs.items() if collector.holds_parameter(value)]
+        if held:
+            raise AdjointError(
+                f"the keyword argument(s) {', '.join(f'`{k}=`' for k in held)} of {_name(f)} hold parameters, and "
+                "keyword arguments are constants: bind them by position (functools.partial(f, model)), or let "
+                "the function read them as globals or closure variables"
+            )
     if positions and max(positions) >= len(args):
         raise AdjointError(
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
@@ -221,11 +228,10 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        forward = _forward(f, wrt, trainable.frozen_spec(freezings) if freezings else ())
+        forward = _forward(f, wrt, trainable.frozen_spec(freezings) if freezings else (), args)
         forwards.refuse_shared_updated_arguments(f, forward, args)
         if freezings:
-            pruned = frozenset().union(*(z.pruned for z in freezings.values()))
-            with _recursion_headroom(), trainable.pruning(pruned):
+            with _recursion_headroom(), trainable.pruning(trainable.pruned(freezings, args, wrt)):
                 value, generated_pullback = forward(*args, **kwargs)
         else:  # arrays and floats only: the common case, kept cheap
             with _recursion_headroom():
@@ -238,11 +244,12 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
             collector.add(args[i], cotangents[i])
         projected = [
             None if i not in wrt
-            else arguments.structure(args[i], cotangents[i], frozenset(freezings[i].paths)) if i in freezings
+            else structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths))
+            if i in freezings
             else arguments.project(args[i], cotangents[i])
             for i in range(len(args))
         ]
-        return arguments.unshared(projected, cotangent)
+        return structure.unshared(projected, cotangent)
 
     return value, back
 

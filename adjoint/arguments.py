@@ -1,6 +1,6 @@
 """Arguments and cotangents at the API's edge: which arguments are differentiated, the seed of
-a gradient, and the cotangents handed back (completed, projected to each argument's kind, never
-sharing memory with each other or with the caller's cotangent).
+a gradient, and the cotangents handed back (completed, projected to each argument's kind; a
+model's completed by `structure`).
 """
 
 from __future__ import annotations
@@ -9,26 +9,11 @@ import numpy as np
 
 from . import runtime, tree
 from .errors import AdjointError
-from .runtime import structs
 
 
 def name_of(f) -> str:
     """How messages name a function: `` `module.f` `` by its qualified name."""
     return f"`{getattr(f, '__qualname__', f)}`"
-
-
-def unshared(cotangents, seed) -> tuple:
-    """The cotangents, copied where one shares memory with another or with the caller's `seed`
-    (`x + y` hands its cotangent to both), so updating one in place changes nothing else."""
-    seen = [leaf for leaf in leaves(seed) if isinstance(leaf, np.ndarray)]
-    result = []
-    for cotangent in cotangents:
-        if isinstance(cotangent, np.ndarray):
-            if any(cotangent is s or np.may_share_memory(cotangent, s) for s in seen):
-                cotangent = cotangent.copy()
-            seen.append(cotangent)
-        result.append(cotangent)
-    return tuple(result)
 
 
 def leaves(tree):
@@ -52,48 +37,18 @@ def carries_gradient(arg, index, f) -> bool:
                 "not supported yet. Split it into real and imaginary parts."
             )
         return True
-    return tree.is_tree_with_floats(arg)
-
-
-def structure(arg, cotangent, frozen=frozenset(), path="", walked=None):
-    """The gradient handed back for a container or object `arg`: it mirrors `arg` (the same
-    containers, a `Tangent` for an object), float leaves get their projected cotangents
-    (zeros if nothing reached them), and `None` stands for a subtree with no float leaf and
-    for the paths in `frozen`. An object reached twice is completed once per place."""
-    if path in frozen:
-        return None
-    if runtime.is_differentiable(arg):
-        return project(arg, cotangent)
-    walked = set() if walked is None else walked
-    if structs.is_struct(arg):
-        if id(arg) in walked:
-            return None  # a cycle back to an object being completed
-        walked = walked | {id(arg)}
-    parts = {key: structure(value, tree.child(cotangent, key), frozen, tree.path_of(path, arg, key), walked)
-             for key, value in tree.children(arg)}
-    if structs.is_struct(arg) and isinstance(cotangent, structs.Tangent):
-        _refuse_stray_fields(arg, cotangent, parts)
-    if all(part is None for part in parts.values()):
-        return None
-    if structs.is_struct(arg):
-        return structs.Tangent(type(arg), parts)
-    return tree.rebuild(arg, parts)
-
-
-def _refuse_stray_fields(arg, cotangent, parts):
-    """A gradient for an attribute that is not one of the object's fields (a class attribute
-    read through the object, an attribute `__getattr__` computes) cannot be handed back."""
-    for name, value in structs.tangent_fields(cotangent).items():
-        if name not in parts and value is not None:
-            raise AdjointError(
-                f"a gradient reached `{type(arg).__name__}.{name}`, which is not a field of the object "
-                "(a class attribute, or one computed by `__getattr__`): adjoint cannot hand it back. "
-                "Store it on the instance, or compute it in a method"
-            )
+    leaves = tree.tree_leaves(arg)
+    if any(np.iscomplexobj(leaf) for leaf in leaves):
+        raise AdjointError(
+            f"argument {index} of {name_of(f)} holds complex values: differentiating complex inputs is "
+            "not supported yet. Split them into real and imaginary parts."
+        )
+    return bool(leaves)
 
 
 def complete(value, cotangent):
-    """The cotangent the user gave, checked against the value, `None` leaves made zeros."""
+    """The cotangent the user gave for the output `value`, checked against it (containers,
+    namedtuples and objects mirrored, leaves shaped like the value's), `None` leaves made zeros."""
     if isinstance(value, (tuple, list)):
         if cotangent is None:
             cotangent = [None] * len(value)
@@ -101,7 +56,10 @@ def complete(value, cotangent):
             raise AdjointError(
                 f"the cotangent must mirror the output: a {type(value).__name__} of {len(value)}"
             )
-        return type(value)(complete(v, c) for v, c in zip(value, cotangent))
+        parts = [complete(v, c) for v, c in zip(value, cotangent)]
+        return type(value)._make(parts) if hasattr(type(value), "_fields") else type(value)(parts)
+    if isinstance(value, dict) or runtime.structs.is_struct(value):
+        return _complete_mapping(value, cotangent)
     if cotangent is None:
         return runtime.zeros_like(value)
     if np.shape(cotangent) != np.shape(value):
@@ -109,6 +67,25 @@ def complete(value, cotangent):
             f"the cotangent has shape {np.shape(cotangent)} but the output has shape {np.shape(value)}"
         )
     return cotangent
+
+
+def _complete_mapping(value, cotangent):
+    """A dict output's cotangent (a dict with some of its keys) or an object output's (a
+    `Tangent` of its type with some of its fields), checked; absent entries stay absent."""
+    is_object = runtime.structs.is_struct(value)
+    if cotangent is None:
+        return None
+    kind = runtime.Tangent if is_object else dict
+    if not isinstance(cotangent, kind) or is_object and runtime.structs.tangent_type(cotangent) is not type(value):
+        wanted = f"an adjoint.Tangent of {type(value).__name__}" if is_object else "a dict"
+        raise AdjointError(f"the cotangent must mirror the output: {wanted}, not {type(cotangent).__name__}")
+    entries = dict(tree.children(value))
+    given = runtime.structs.tangent_fields(cotangent) if is_object else cotangent
+    unknown = [key for key in given if key not in entries]
+    if unknown:
+        raise AdjointError(f"the cotangent names {unknown}, which the output does not have")
+    parts = {key: complete(entries[key], part) for key, part in given.items() if part is not None}
+    return runtime.Tangent(type(value), parts) if is_object else parts
 
 
 def project(arg, cotangent):
@@ -153,8 +130,6 @@ def select(cotangents, wrt):
     repeats, so they share no memory)."""
     if isinstance(wrt, int):
         return cotangents[wrt]
-    seen, selected = set(), []
-    for i in wrt:  # `wrt=(0, 0)` gets two arrays, not one shared
-        selected.append(np.copy(cotangents[i]) if i in seen and cotangents[i] is not None else cotangents[i])
-        seen.add(i)
-    return tuple(selected)
+    from .structure import unshared  # noqa: PLC0415
+
+    return unshared([cotangents[i] for i in wrt], None)  # `wrt=(0, 0)` gets two arrays, not one shared

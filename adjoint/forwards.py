@@ -40,17 +40,22 @@ def recursion_headroom():
 _raised = 0  # how many differentiated calls are running (only the outermost raises the limit)
 
 
-def forward(f, wrt, frozen=()):
+def forward(f, wrt, frozen=(), args=()):
     """The generated forward function of `f` for the parameter positions `wrt` and the frozen
     paths `frozen`; while an implicit gradient runs (`adjoint.params`), also with respect to
-    the globals and closure variables of `f` that hold parameters."""
+    the globals, closure variables and default values of `f` that hold parameters (`args`, the
+    positional arguments of the call, tell which defaults it uses)."""
     try:
         collector = implicit.collector()
         if collector is None:
             return pipeline.forward_function(f, wrt, frozen)
         names = implicit.implicit_names(f, wrt, collector)
-        forward = pipeline.forward_function(f, tuple(wrt) + names, frozen, implicit=True)
-        return implicit.collected(forward, f, names, collector) if names else forward
+        defaulted = tuple(p for p in implicit.defaulted_positions(f, args, collector) if p not in wrt)
+        positions = tuple(sorted({i for i in wrt if isinstance(i, int)} | set(defaulted)))
+        forward = pipeline.forward_function(
+            f, positions + tuple(i for i in wrt if not isinstance(i, int)) + names, frozen, implicit=True
+        )
+        return implicit.collected(forward, f, names, defaulted, collector) if names or defaulted else forward
     except TransformError as error:
         if not hasattr(f, "__wrapped__"):
             raise
@@ -78,7 +83,9 @@ def transform_for_runtime(fn, wrt, args=()):
     callable objects and partials: `fn` is their function, called with the receiver first.
     The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`)."""
     require_python_function(fn)
-    generated = forward(fn, tuple(wrt), trainable.call_spec(args, wrt))
+    collector = implicit.collector()
+    keep = collector.holds_parameter if collector is not None else None  # `params(layer.gamma)` asks for it
+    generated = forward(fn, tuple(wrt), trainable.call_spec(args, wrt, keep), args)
     if generated.__adjoint_updates__:
         parameter, line = generated.__adjoint_updates__[0]
         raise AdjointError(

@@ -23,13 +23,14 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import contextvars
+import functools
 import types
 
 import numpy as np
 
 from .errors import AdjointError
 from .runtime import is_differentiable
-from .runtime.structs import is_struct
+from .runtime.structs import Tangent, is_struct, tangent_fields
 from .trainable import frozen_fields
 from .tree import child, children
 
@@ -136,20 +137,36 @@ class Collector:
         self._holds: dict[int, bool] = {}
 
     def holds_parameter(self, value) -> bool:
-        """Whether a parameter is reachable from `value` (cached per object for the call)."""
-        if isinstance(value, types.MethodType):
-            value = value.__self__
+        """Whether a parameter is reachable from `value`: an array, a container, an object, a
+        bound method's object, a partial's arguments, a module or class of yours (cached per
+        object for the call)."""
+        return self._holds_parameter(value, set())[0]
+
+    def _holds_parameter(self, value, visiting) -> tuple[bool, bool]:
+        """`(holds, complete)`: `complete` is False when a cycle was cut below `value`, whose
+        answer then holds only for this question (it is not cached)."""
         if isinstance(value, np.ndarray):
-            return id(value) in self.ids
-        if isinstance(value, (types.FunctionType, types.ModuleType, type)) or not (
-            isinstance(value, (dict, list, tuple)) or is_struct(value)
-        ):
-            return False
+            return id(value) in self.ids, True
         key = id(value)
-        if key not in self._holds:
-            self._holds[key] = False  # a cycle back to `value` adds nothing
-            self._holds[key] = any(self.holds_parameter(v) for _, v in children(value))
-        return self._holds[key]
+        if key in self._holds:
+            return self._holds[key], True
+        if key in visiting:
+            return False, False
+        parts = _parts(value)
+        if not parts:
+            return False, True
+        visiting.add(key)
+        holds, complete = False, True
+        for part in parts:
+            part_holds, part_complete = self._holds_parameter(part, visiting)
+            complete = complete and part_complete
+            if part_holds:
+                holds, complete = True, True
+                break
+        visiting.discard(key)
+        if complete:
+            self._holds[key] = holds
+        return holds, complete
 
     def add(self, value, cotangent) -> None:
         """Add the cotangent of `value` (an array, or a tree holding some) to its parameters."""
@@ -162,8 +179,36 @@ class Collector:
                 total = self.sums.get(id(value))
                 self.sums[id(value)] = cotangent if total is None else total + cotangent
             return
+        if isinstance(value, functools.partial):  # its cotangent: its arguments' (see `closure_vjp`)
+            for part, part_bar in zip(value.args, cotangent):
+                self.add(part, part_bar)
+            return
+        if isinstance(value, (types.ModuleType, type)) and isinstance(cotangent, Tangent):
+            for name, part in tangent_fields(cotangent).items():
+                self.add(getattr(value, name, None), part)
+            return
         for key, part in children(value):
             self.add(part, child(cotangent, key))
+
+
+def _parts(value) -> list:
+    """What `value` holds that may hold parameters."""
+    if isinstance(value, types.MethodType):
+        return [value.__self__]
+    if isinstance(value, functools.partial):
+        return [*value.args, *value.keywords.values()]
+    if isinstance(value, (types.ModuleType, type)):
+        name = getattr(value, "__module__", None) if isinstance(value, type) else value.__name__
+        if (name or "builtins").split(".")[0] in _LIBRARIES:
+            return []
+        return [v for v in vars(value).values() if not isinstance(v, (types.FunctionType, types.ModuleType))]
+    if isinstance(value, (dict, list, tuple)) or is_struct(value):
+        return [v for _, v in children(value)]
+    return []
+
+
+_LIBRARIES = {"builtins", "numpy", "scipy", "math", "cmath", "functools", "collections", "typing", "abc",
+              "dataclasses", "enum", "types", "logging", "random", "os", "sys", "re"}
 
 
 _collector: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("adjoint_params", default=None)
@@ -186,7 +231,8 @@ def collecting(ps):
 
 
 def implicit_names(fn, wrt, collector: Collector) -> tuple:
-    """The globals and closure variables of `fn` that hold parameters, not already in `wrt`."""
+    """The globals and closure variables of `fn` (and of the comprehensions and lambdas in
+    it) that hold parameters, not already in `wrt`."""
     names = []
     code = fn.__code__
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
@@ -196,23 +242,50 @@ def implicit_names(fn, wrt, collector: Collector) -> tuple:
             continue
         if name not in wrt and collector.holds_parameter(contents):
             names.append(name)
-    for name in code.co_names:
-        if name in fn.__globals__ and name not in wrt and collector.holds_parameter(fn.__globals__[name]):
+    for name in _global_names(code):
+        if name in fn.__globals__ and name not in wrt and name not in names and collector.holds_parameter(fn.__globals__[name]):
             names.append(name)
     return tuple(names)
 
 
-def collected(forward, fn, names, collector: Collector):
-    """`forward`, whose pullback returns the cotangents of `names` last, as a forward function
-    whose pullback adds those to `collector` and returns the others."""
+def _global_names(code) -> list:
+    names = list(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names += [n for n in _global_names(constant) if n not in names]
+    return names
+
+
+def defaulted_positions(fn, args, collector: Collector) -> tuple:
+    """The positions of `fn`'s parameters left to default values that hold parameters."""
+    defaults = fn.__defaults__ or ()
+    code = fn.__code__
+    first = code.co_argcount - len(defaults)
+    return tuple(
+        p for p in range(max(first, len(args)), code.co_argcount)
+        if collector.holds_parameter(defaults[p - first])
+    )
+
+
+def collected(forward, fn, names, defaulted, collector: Collector):
+    """`forward`, whose pullback returns the cotangents of `names` last (and those of the
+    parameters at the positions `defaulted`), as a forward function whose pullback adds those
+    to `collector` and returns the others."""
     count = len(names)
+    code = fn.__code__
 
     def implicit_forward(*args, **kwargs):
         values = [_current(fn, name) for name in names]
+        first = code.co_argcount - len(fn.__defaults__ or ())
+        used = [(p, kwargs.get(code.co_varnames[p], fn.__defaults__[p - first])) for p in defaulted]
         value, pullback = forward(*args, **kwargs)
 
         def implicit_pullback(g):
             cotangents = tuple(pullback(g))
+            for position, held in used:
+                collector.add(held, cotangents[position])
+            if not count:
+                return cotangents
             for held, cotangent in zip(values, cotangents[-count:]):
                 collector.add(held, cotangent)
             return cotangents[:-count]

@@ -3,8 +3,8 @@
 `opt.step(model, grads)` takes a structural gradient (as `adjoint.grad` returns for a model)
 or a `Grads` mapping (as `adjoint.gradient(loss, ps)` returns), updates each array that has a
 gradient in place, and returns the model. A weight tied into several places is updated once,
-with the sum of its places' gradients. Python floats held by a model are replaced in their
-container or object (they cannot change in place).
+with the sum of its places' gradients. Python floats and NumPy scalars held by a model
+are replaced in their container or object (they cannot change in place).
 
 >>> import numpy as np, adjoint
 >>> model = {"w": np.array([1.0, -2.0])}
@@ -23,7 +23,6 @@ import numpy as np
 from .errors import AdjointError
 from .implicit import Grads
 from .runtime import is_differentiable
-from .runtime.structs import is_struct
 from .tree import child, children
 
 __all__ = ["Optimizer", "SGD", "Adam"]
@@ -42,8 +41,8 @@ class Optimizer:
             change = self.change(key, param, gradient)
             if place is None:
                 param -= change
-            else:
-                _replace(*place, float(param - change))
+            else:  # a Python float or NumPy scalar: replaced in its container, keeping its type
+                _replace(*place, type(param)(param - change))
         return model
 
     def change(self, key, param, gradient):
@@ -102,28 +101,22 @@ def _parameters_with_gradients(model, grads) -> dict:
             add(id(param), param, gradient, None)
         return found
 
-    def walk(tree, gradient, walked):
-        if gradient is None:
-            return
-        if is_struct(tree):
-            if id(tree) in walked:
-                return
-            walked = walked | {id(tree)}
+    def walk(tree, gradient):  # ends: the gradient is a finite tree, even where the model has a cycle
         for key, value in children(tree):
             part = child(gradient, key)
             if part is None:
                 continue
             if isinstance(value, np.ndarray) and is_differentiable(value):
                 add(id(value), value, part, None)
-            elif type(value) is float:
+            elif type(value) is float or isinstance(value, np.generic) and is_differentiable(value):
                 add((id(tree), key), value, part, (tree, key))
             else:
-                walk(value, part, walked)
+                walk(value, part)
 
     if isinstance(model, np.ndarray):
         raise AdjointError("opt.step needs a model, container or Grads; an array alone cannot be matched to its gradient "
                            "place: hold it in a dict or list")
-    walk(model, grads, frozenset())
+    walk(model, grads)
     return found
 
 

@@ -14,7 +14,8 @@ import copy
 
 import numpy as np
 
-from . import api, registry, runtime, tree
+from . import api, registry, runtime, trainable, tree
+from .runtime import structs
 
 __all__ = ["check_grad", "check_rrule"]
 
@@ -115,7 +116,10 @@ def _directional_derivative(f, args, kwargs, index, u, eps):
 
 def _combine(plus, minus, eps):
     if isinstance(plus, (tuple, list)):
-        return type(plus)(_combine(p, m, eps) for p, m in zip(plus, minus))
+        parts = [_combine(p, m, eps) for p, m in zip(plus, minus)]
+        return type(plus)._make(parts) if hasattr(type(plus), "_fields") else type(plus)(parts)
+    if not runtime.is_differentiable(plus) and tree.is_tree_with_floats(plus):  # a dict or object output
+        return tree.rebuild(plus, {key: _combine(p, tree.child(minus, key), eps) for key, p in tree.children(plus)})
     if not runtime.is_differentiable(plus):
         return None
     return (np.asarray(plus, dtype=np.complex128 if np.iscomplexobj(plus) else np.float64) - minus) / (2 * eps)
@@ -135,7 +139,7 @@ def _random_like(value, rng):
     if isinstance(value, (tuple, list)) and not tree.is_tree_with_floats(value):
         return type(value)([None] * len(value)) if not hasattr(type(value), "_fields") else None
     if tree.is_tree_with_floats(value) and not runtime.is_differentiable(value):
-        return tree.tree_map(lambda leaf: _random_like(leaf, rng), value)  # a direction shaped like the value
+        return _direction(value, rng, {})
     if not runtime.is_differentiable(value):
         return None
     if type(value) is float:
@@ -144,6 +148,26 @@ def _random_like(value, rng):
     if np.iscomplexobj(value):
         sample = sample + 1j * rng.normal(size=np.shape(value))
     return np.asarray(sample, dtype=np.asarray(value).dtype)
+
+
+def _direction(value, rng, made):
+    """A random direction shaped like the model or container `value`: None at the fields its
+    classes declare frozen (adjoint gives them no gradient, so they must not move), and one
+    direction for an array or object found at several places (a tied weight moves as one)."""
+    if runtime.is_differentiable(value) and not isinstance(value, np.ndarray):
+        return _random_like(value, rng)
+    if id(value) in made:
+        return made[id(value)]
+    if isinstance(value, np.ndarray):
+        made[id(value)] = _random_like(value, rng)
+        return made[id(value)]
+    made[id(value)] = None  # a cycle back to `value` moves nothing more
+    if not tree.children(value):
+        return None
+    frozen = trainable.frozen_fields(value) if structs.is_struct(value) else ()
+    parts = {key: None if key in frozen else _direction(part, rng, made) for key, part in tree.children(value)}
+    made[id(value)] = tree.rebuild(value, parts)
+    return made[id(value)]
 
 
 def _inner(a, b) -> float:

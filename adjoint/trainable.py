@@ -30,7 +30,7 @@ import functools
 
 from .errors import AdjointError
 from .runtime import is_differentiable
-from .runtime.structs import fields_of, is_struct
+from .runtime.structs import fields_of, is_namedtuple, is_struct
 from .tree import children, is_tree_with_floats, path_of
 
 
@@ -80,18 +80,14 @@ def parse_path(text: str) -> list:
     return steps[::-1]
 
 
-def _canonical(steps) -> str:
-    return "".join(f".{key}" if kind == "attr" else f"[{key!r}]" for kind, key in steps)
-
-
 class Freezing:
     """What is frozen in one argument: `paths`, the paths (`.layers[0].W`) of frozen subtrees
-    that hold floats, and `pruned`, the ids of the objects and arrays reachable only through
-    them (a weight tied to a trainable place is not pruned: it still needs its cotangent)."""
+    that hold floats, and the ids of the objects and arrays reachable through frozen paths
+    (`frozen_ids`) and through the others (`open_ids`)."""
 
     def __init__(self, argument, freeze=()):
         self.paths: set[str] = set()
-        user = {_canonical(self._resolve(argument, text)) for text in freeze}
+        user = {self._resolve(argument, text) for text in freeze}
         frozen_ids, open_ids = set(), set()
         stack = [(argument, "", False)]
         seen = set()
@@ -110,21 +106,49 @@ class Freezing:
                     self.paths.add(child_path)
                 stack.append((value, child_path, child_frozen))
         self.paths |= {p for p in user if p}
-        self.pruned = frozenset(frozen_ids - open_ids)
+        self.frozen_ids, self.open_ids = frozen_ids, open_ids
+
+    @property
+    def pruned(self) -> frozenset:
+        """The ids reachable only through frozen paths of this argument (see `pruned`)."""
+        return frozenset(self.frozen_ids - self.open_ids)
 
     @staticmethod
-    def _resolve(argument, text):
-        steps = parse_path(text)
-        value = argument
-        for index, (kind, key) in enumerate(steps):
-            try:
-                value = getattr(value, key) if kind == "attr" else value[key]
-            except (AttributeError, KeyError, IndexError, TypeError):
-                raise AdjointError(
-                    f"the freeze path {text!r} does not exist in the argument: "
-                    f"{_canonical(steps[: index + 1]).lstrip('.')!r} cannot be read"
-                ) from None
-        return steps
+    def _resolve(argument, text) -> str:
+        """The canonical path of `text` in `argument` (`layers[-1]` as `.layers[2]`), checked
+        step by step: a field of an object, a key of a dict, a position in a list or tuple."""
+        if not isinstance(text, str):
+            raise AdjointError(f"freeze paths are strings such as 'layers[0].W', not {text!r}")
+        value, path = argument, ""
+        for kind, key in parse_path(text):
+            value, path = _step(value, path, kind, key, text)
+        return path
+
+
+def _step(value, path, kind, key, text):
+    """The child `key` of `value` and its canonical path, or an AdjointError saying why not."""
+    where = f"the freeze path {text!r}"
+    if kind == "attr":
+        fields = fields_of(value) if is_struct(value) else dict(zip(value._fields, value)) if is_namedtuple(value) else None
+        if fields is None or key not in fields:
+            known = f" (its fields: {', '.join(fields)})" if fields else ""
+            raise AdjointError(f"{where}: `{path.lstrip('.') or 'the argument'}` has no field `{key}`{known}")
+        return fields[key], f"{path}.{key}"
+    if isinstance(value, dict):
+        if key not in value:
+            raise AdjointError(f"{where}: `{path.lstrip('.') or 'the argument'}` has no key {key!r}")
+        return value[key], f"{path}[{key!r}]"
+    if isinstance(value, (list, tuple)):
+        if not (isinstance(key, int) and -len(value) <= key < len(value)):
+            raise AdjointError(f"{where}: `{path.lstrip('.') or 'the argument'}` has no item {key!r} (it has {len(value)})")
+        key %= len(value)
+        if is_namedtuple(value):
+            return value[key], f"{path}.{type(value)._fields[key]}"
+        return value[key], f"{path}[{key!r}]"
+    raise AdjointError(
+        f"{where}: `{path.lstrip('.') or 'the argument'}` has no item {key!r} (freeze paths name fields "
+        "of objects, keys of dicts and positions in lists and tuples, not parts of arrays)"
+    )
 
 
 _pruned: contextvars.ContextVar[frozenset] = contextvars.ContextVar("adjoint_pruned", default=frozenset())
@@ -141,9 +165,10 @@ def pruning(ids: frozenset):
             _pruned.reset(token)
 
 
-def call_spec(args, wrt) -> tuple:
+def call_spec(args, wrt, keep=None) -> tuple:
     """The frozen fields of the arguments of a call made from differentiated code, as the
-    compiler's `frozen` key: `((position, (".eps", ...)), ...)`, empty in the common case."""
+    compiler's `frozen` key: `((position, (".eps", ...)), ...)`, empty in the common case.
+    Fields whose values satisfy `keep` (implicit parameters asked for) are never frozen."""
     pruned = _pruned.get()
     spec = []
     for position in wrt:
@@ -154,6 +179,8 @@ def call_spec(args, wrt) -> tuple:
             names = set(frozen_fields(arg))
             if pruned:
                 names |= {name for name, value in fields_of(arg).items() if id(value) in pruned}
+            if keep is not None and names:
+                names = {name for name in names if not keep(getattr(arg, name, None))}
             if names:
                 spec.append((position, tuple(sorted(path_of("", arg, n) for n in names))))
         elif pruned and isinstance(arg, dict):
@@ -170,8 +197,26 @@ def freezings(args, wrt, positions, freeze) -> dict:
     `wrt`), given the `freeze` argument of `grad` (see `freeze_paths`)."""
     if isinstance(freeze, dict) and set(freeze) - set(wrt):
         raise AdjointError(f"freeze names argument(s) {sorted(set(freeze) - set(wrt))}, which are not differentiated")
-    return {i: Freezing(args[i], freeze_paths(freeze, i, positions)) for i in wrt
-            if not is_differentiable(args[i])}
+    result = {}
+    for i in wrt:
+        paths = freeze_paths(freeze, i, positions)
+        if not is_differentiable(args[i]):
+            result[i] = Freezing(args[i], paths)
+        elif paths:
+            raise AdjointError(
+                f"freeze paths name fields of containers and objects, and argument {i} is a "
+                f"{type(args[i]).__name__}: leave it out of wrt instead"
+            )
+    return result
+
+
+def pruned(freezings, args, wrt) -> frozenset:
+    """The ids of the objects and arrays reachable only through frozen paths, in every
+    differentiated argument: a weight tied to a trainable place, or passed as an argument
+    itself, still needs its cotangent."""
+    frozen = set().union(*(z.frozen_ids for z in freezings.values()))
+    reachable = set().union(*(z.open_ids for z in freezings.values())) | {id(args[i]) for i in wrt}
+    return frozenset(frozen - reachable)
 
 
 def frozen_spec(freezings) -> tuple:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from .runtime import is_differentiable
 from .runtime.structs import Tangent, fields_of, is_namedtuple, is_struct, tangent_fields, tangent_type
 
@@ -86,10 +88,17 @@ def rebuild(tree, parts: dict):
     classes with `__slots__` rebuild too.
     """
     if isinstance(tree, dict):
-        return {key: parts.get(key, value) for key, value in tree.items()}
+        new = copy.copy(tree) if type(tree) is not dict else dict(tree)  # an OrderedDict stays one
+        new.update(parts)
+        return new
     if is_namedtuple(tree):
         return type(tree)._make(parts.get(name, v) for name, v in zip(type(tree)._fields, tree))
-    if isinstance(tree, (list, tuple)):
+    if isinstance(tree, list):
+        new = copy.copy(tree)
+        for i, value in parts.items():
+            new[i] = value
+        return new
+    if isinstance(tree, tuple):
         return type(tree)(parts.get(i, v) for i, v in enumerate(tree))
     if isinstance(tree, Tangent):
         return Tangent(tangent_type(tree), {**tangent_fields(tree), **parts})
@@ -101,8 +110,8 @@ def rebuild(tree, parts: dict):
 
 def tree_map(fn, tree, *rest):
     """A tree like `tree` with `fn(leaf, *others)` for each float leaf, where `others` are the
-    leaves at the same place in each of `rest` (gradients, usually). A leaf whose counterpart
-    in `rest` is None (no gradient) is kept as it is, as are ints, strings and functions.
+    leaves at the same place in each of `rest` (gradients, usually). A leaf whose counterparts
+    in `rest` are None (no gradient) is kept as it is, as are ints, strings and functions.
 
     Mapping a model and its gradient gives a new model of the same type:
 
@@ -115,27 +124,86 @@ def tree_map(fn, tree, *rest):
     >>> grads = adjoint.Tangent(Dense, W=np.ones(2), b=None)
     >>> adjoint.tree_map(lambda w, g: w - 0.5 * g, model, grads)
     Dense(W=array([0.5, 0.5]), b=array([0., 0.]))
+
+    Ties are kept: an array or object found at several places of `tree` (a tied weight) is
+    mapped once, its `others` summed over its places, so the new tree ties them too. An
+    object that refers back to itself maps to a new object that refers back to itself.
     """
-    return _map(fn, tree, rest, {})
+    others: dict = {}
+    if rest:
+        _gather(tree, list(rest), others, None, set())
+    return _map(fn, tree, others, bool(rest), None, {})
 
 
-def _map(fn, tree, rest, done):
+def _leaf_key(leaf, place):
+    """Where a float leaf's `others` are summed: an array by identity (tied arrays are one
+    parameter), a Python float by its place (`(id(container), key)`: floats are values)."""
+    return id(leaf) if isinstance(leaf, np.ndarray) else place
+
+
+def _gather(tree, rest, others, place, path):
+    """Sum the leaves of `rest` found at each place of each float leaf of `tree` (a leaf of
+    `rest` met again at another place, tied as the leaf is, counts once)."""
     if is_differentiable(tree):
-        if any(r is None for r in rest):
+        key = _leaf_key(tree, place)
+        if key not in others:
+            others[key] = (list(rest), [{id(r)} for r in rest])
+            return
+        totals, counted = others[key]
+        for i, part in enumerate(rest):
+            if id(part) not in counted[i]:
+                counted[i].add(id(part))
+                totals[i] = _sum(totals[i], part)
+        return
+    if id(tree) in path or not (isinstance(tree, (dict, list, tuple, Tangent)) or is_struct(tree)):
+        return
+    path.add(id(tree))
+    for key, value in children(tree):
+        _gather(value, [child(r, key) for r in rest], others, (id(tree), key), path)
+    path.discard(id(tree))
+
+
+def _sum(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    return a + b
+
+
+def _map(fn, tree, others, with_rest, place, done):
+    if is_differentiable(tree):
+        if not with_rest:
+            return fn(tree)
+        key = _leaf_key(tree, place)
+        parts = others[key][0] if key in others else None
+        if parts is None or any(p is None for p in parts):
             return tree
-        return fn(tree, *rest)
+        if key not in done:
+            done[key] = fn(tree, *parts)
+        return done[key]
     if tree is None or not (isinstance(tree, (dict, list, tuple, Tangent)) or is_struct(tree)):
         return tree
-    if id(tree) in done and not rest:
-        return done[id(tree)]  # an object reached twice (tied weights) maps to one new object
-    parts = {}
-    for key, value in children(tree):
-        mapped = _map(fn, value, [child(r, key) for r in rest], done)
-        if mapped is not value:
-            parts[key] = mapped
-    result = rebuild(tree, parts)
+    if id(tree) in done:
+        return done[id(tree)]
+    if isinstance(tree, tuple):  # immutable: built from its mapped items
+        result = rebuild(tree, {k: _map(fn, v, others, with_rest, (id(tree), k), done) for k, v in children(tree)})
+        done[id(tree)] = result
+        return result
+    result = rebuild(tree, {})  # a new container or object first, so cycles come back to it
     done[id(tree)] = result
+    for key, value in children(tree):
+        mapped = _map(fn, value, others, with_rest, (id(tree), key), done)
+        if mapped is not value:
+            _set(result, key, mapped)
     return result
+
+
+def _set(container, key, value):
+    if isinstance(container, (dict, list)):
+        container[key] = value
+    elif isinstance(container, Tangent):
+        setattr(container, key, value)
+    else:
+        object.__setattr__(container, key, value)
 
 
 def is_tree_with_floats(tree, seen=None) -> bool:

@@ -53,6 +53,8 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rewrite `node`'s body into A-normal form (see the module docstring)."""
     local_names = assigned_names(node)
     normalizer = _Normalizer(ctx, local_names)
+    positional = node.args.posonlyargs + node.args.args
+    normalizer._first_parameter = positional[0].id if positional and "__class__" in ctx.fn.__code__.co_freevars else None
     body = normalizer.block(node.body)
     if not body or not isinstance(body[-1], gast.Return):
         body.append(anno.copy_origin(node.body[-1], syntax.returns(syntax.const(None))))
@@ -76,6 +78,7 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
         self.local_names = local_names
         self.out: list = []
         self.origin = None
+        self._first_parameter = None  # a method's `self`, which `super()` reads
 
     # ---- statements -------------------------------------------------------------------------
 
@@ -266,6 +269,9 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
 
     def _call(self, expr, hint):
         func = expr.func
+        if isinstance(func, gast.Name) and func.id == "super" and not expr.args and self._first_parameter:
+            # `super()` reads the method's class and its first parameter: say so, as Python does
+            expr = syntax.call("super", [syntax.name("__class__"), syntax.name(self._first_parameter)])
         root = syntax.root_name(func)
         local_chain = root in self.local_names and not isinstance(getattr(func, "value", None), gast.Name)
         if isinstance(func, gast.Attribute) and (syntax.dotted(func) is None or local_chain or self._is_model(func)):

@@ -15,6 +15,7 @@ Before:  s = np.sum(x, axis=1)   After: the call annotated Callee("rule", "np.su
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import types
 
@@ -137,6 +138,8 @@ def classify(obj, text: str) -> Callee:
         return Callee(DYNAMIC, text, obj)
     if not isinstance(obj, type) and isinstance(getattr(type(obj), "__call__", None), types.FunctionType):
         return Callee(DYNAMIC, text, obj)  # an object with `__call__`: `adj.vjp` calls that method
+    if isinstance(obj, functools.partial):
+        return Callee(DYNAMIC, text, obj)  # `adj.vjp` calls its function with its arguments
     if runtime.is_constructible(obj):
         return Callee(DYNAMIC, text, obj)  # `Dense(W, b)`: `adj.vjp` builds it, and its pullback unbuilds it
     return Callee(MISSING, text, obj)

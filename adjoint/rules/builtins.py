@@ -83,3 +83,13 @@ non_differentiable(
     builtins.id, builtins.hash, builtins.hasattr, builtins.callable, builtins.all, builtins.any,
     builtins.ord, builtins.chr,
 )
+
+
+# `super(cls, obj)` (which `normalize` writes for `super()`): a view of `obj` whose methods are
+# those of `cls`'s base classes; its cotangent is `obj`'s.
+@rrule(builtins.super)
+def super_rrule(cls, obj, /):
+    def super_pullback(g):
+        return None, g
+
+    return builtins.super(cls, obj), super_pullback

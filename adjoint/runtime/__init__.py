@@ -32,7 +32,8 @@ from .cotangents import (
 from .indexing import (
     append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
 )
-from .structs import Tangent, construct_vjp, field_bar, is_constructible, item_bar
+from .building import construct_vjp, is_constructible
+from .structs import Tangent, field_bar, item_bar
 from .linear import (
     _as_matrices, dot_lhs_bar, dot_rhs_bar, layout_order, matmul_lhs_bar, matmul_rhs_bar, unravel,
     untranspose,
@@ -105,7 +106,7 @@ def vjp(wrt, fn, /, *args, **kwargs):
       `np.ndarray.sum(x, *args)`, and the receiver counts as argument 0, in `wrt` and in the
       cotangents: the pullback's first cotangent is the receiver's, then one per `args`;
     - a dataclass, namedtuple or other class with a Python `__init__`: the object is built and
-      its cotangent (see `structs.construct`) goes back to the arguments stored in its fields;
+      its cotangent (see `building.construct`) goes back to the arguments stored in its fields;
     - a bound method of another object (`model.loss`), an object whose class defines
       `__call__` in Python, or a `functools.partial`: their function is differentiated with
       the receiver (or the partial's arguments) prepended as constants; only `args` count.

@@ -7,13 +7,15 @@ over to their cotangents (Zygote's view of a closure: a struct of its captures).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 
 import numpy as np
 
 from .cotangents import RuleError, add, is_differentiable, zeros_like
-from .structs import construct, field_bar, fields_of, is_constructible, is_struct
+from .building import construct, is_constructible
+from .structs import field_bar, fields_of, is_namedtuple, is_struct
 
 
 def closure_vjp(wrt, fn, /, *args, **kwargs):
@@ -36,6 +38,11 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     from . import vjp, _transform_hook  # noqa: PLC0415  (the package imports this module)
 
     if 0 in wrt and not isinstance(fn, types.FunctionType):
+        if isinstance(fn, functools.partial):  # its cotangent: a tuple, its bound arguments'
+            count = len(fn.args)
+            inner = tuple(i for i, a in enumerate(fn.args) if _carries_gradient(a)) + tuple(i - 1 + count for i in wrt if i)
+            value, pullback = vjp(inner, fn.func, *fn.args, *args, **{**fn.keywords, **kwargs})
+            return value, lambda g: _bound_parts(pullback(g), count)
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
             return vjp(wrt, fn.__func__, fn.__self__, *args, **kwargs)
         call = getattr(type(fn), "__call__", None)
@@ -62,6 +69,11 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         return (closure_bar, *cotangents[: len(args)])
 
     return value, closure_pullback
+
+
+def _bound_parts(cotangents, count):
+    cotangents = tuple(cotangents)
+    return (cotangents[:count], *cotangents[count:])
 
 
 def _defaulted(fn, args, kwargs) -> dict:
@@ -99,13 +111,20 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
         return vjp(wrt, getattr(receiver, name), *args, **kwargs)
     if type(receiver) is dict and name in _DICT_METHODS:
         return _DICT_METHODS[name](receiver, *args, **kwargs)
-    if 0 in wrt and is_struct(receiver):
+    if isinstance(receiver, super):  # `super().forward(x)`: a base class's method, on the object
+        method = getattr(receiver, name)
+        if isinstance(method, types.MethodType) and isinstance(method.__func__, types.FunctionType):
+            return vjp(wrt, method.__func__, method.__self__, *args, **kwargs)
+    if 0 in wrt and (is_struct(receiver) or is_namedtuple(receiver)):
         attribute = inspect.getattr_static(type(receiver), name, None)
-        if isinstance(attribute, types.FunctionType):
-            return vjp(wrt, attribute, receiver, *args, **kwargs)
-        if not isinstance(attribute, (staticmethod, classmethod)):
+        if name in getattr(receiver, "__dict__", ()) or not isinstance(
+            attribute, (types.FunctionType, staticmethod, classmethod)
+        ):  # a field holding something callable, or a property returning it
             value, pullback = closure_vjp(wrt, getattr(receiver, name), *args, **kwargs)
             return value, lambda g: _into_field(pullback(g), receiver, name)
+        if isinstance(attribute, types.FunctionType):
+            return vjp(wrt, attribute, receiver, *args, **kwargs)
+        wrt = tuple(i for i in wrt if i > 0)  # a static or class method: the receiver is not an input
     if 0 in wrt:
         value = getattr(receiver, name)(*args, **kwargs)
         if not _carries_gradient(value):  # `xs.count(x)`, `xs.index(x)`: nothing flows back

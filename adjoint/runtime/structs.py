@@ -19,7 +19,7 @@ import types
 
 import numpy as np
 
-from .cotangents import RuleError, add, is_differentiable, zeros_like
+from .cotangents import add, zeros_like
 
 
 class Tangent:
@@ -59,6 +59,12 @@ class Tangent:
     def __dir__(self):
         return list(self.__fields)
 
+    def __reduce__(self):  # copies and pickles
+        return Tangent, (self.__type, dict(self.__fields))
+
+    def __radd__(self, other):  # `sum(tangents)` starts from 0
+        return self if other == 0 or other is None else NotImplemented
+
     def __add__(self, other):
         """Field by field, a field absent from one side counting as zero (`cotangents.add`)."""
         if not isinstance(other, Tangent):
@@ -80,7 +86,8 @@ def tangent_fields(g) -> dict:
 # ---- what an object is made of ---------------------------------------------------------------
 
 _NOT_STRUCTS = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
-                functools.partial, np.ndarray, np.generic, numbers.Number, str, bytes, Tangent)
+                functools.partial, np.ndarray, np.generic, np.ufunc, numbers.Number, str, bytes, Tangent,
+                dict, list, tuple, set, frozenset)
 
 
 def is_namedtuple(value) -> bool:
@@ -90,7 +97,7 @@ def is_namedtuple(value) -> bool:
 def is_struct(value) -> bool:
     """Whether `value` is an object of the user's whose fields can carry gradients: a
     dataclass, or an object of a Python class with a `__dict__` or `__slots__`."""
-    if isinstance(value, _NOT_STRUCTS) or type(value).__module__ == "builtins":
+    if isinstance(value, _NOT_STRUCTS) or type(value).__module__.split(".")[0] in ("builtins", "numpy"):
         return False
     return dataclasses.is_dataclass(value) or hasattr(value, "__dict__") or bool(_slot_names(type(value)))
 
@@ -130,8 +137,10 @@ def _slot_names(cls) -> tuple:
 def field_bar(g, obj, name):
     """The cotangent of `obj` from that of `obj.name`: only that field carries `g`.
 
-    A method's cotangent is already its receiver's (a bound method carries only its object); a
-    property's getter is run again and differentiated.
+    A method's cotangent is already its receiver's (a bound method carries only its object),
+    and so is that of a field holding a bound method of the object (`self.fn = self.forward`).
+    A property's getter is run again and differentiated (getters must be pure functions of the
+    object). A class attribute read through the object is a constant shared by its instances.
 
     >>> class Model:
     ...     pass
@@ -141,30 +150,42 @@ def field_bar(g, obj, name):
     """
     if g is None:
         return None
-    kind = _attribute_kind(type(obj), name)
-    if kind is _METHOD:
-        return g
-    if kind is not None:  # a property: its getter computed the value from the object
-        from . import vjp  # noqa: PLC0415  (the package imports this module)
+    instance = getattr(obj, "__dict__", None)
+    if instance is not None and name in instance:  # an instance field, whatever the class holds
+        value = instance[name]
+        if isinstance(value, types.MethodType) and value.__self__ is obj:
+            return g
+    else:
+        kind = _attribute_kind(type(obj), name)
+        if kind is _METHOD:
+            return g
+        if kind is _CLASS_VALUE:
+            return None
+        if kind is not None:  # a property: its getter computed the value from the object
+            from . import vjp  # noqa: PLC0415  (the package imports this module)
 
-        return vjp((0,), kind.fget, obj)[1](g)[0]
+            return vjp((0,), kind, obj)[1](g)[0]
     if is_namedtuple(obj):
         return type(obj)._make(g if field == name else None for field in type(obj)._fields)
     return Tangent(type(obj), {name: g})
 
 
-_METHOD = "method"
+_METHOD, _CLASS_VALUE = "method", "class value"
 
 
 @functools.lru_cache(maxsize=None)
 def _attribute_kind(cls, name):
-    """`_METHOD` for a method of `cls`, the property for a property, None for anything else
-    (a field of the instance)."""
+    """What `name` is on the class `cls`: `_METHOD`, a property's getter function,
+    `_CLASS_VALUE` (a plain class attribute), or None (not on the class, or a slot: a field)."""
     attribute = inspect.getattr_static(cls, name, None)
     if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)):
         return _METHOD
     if isinstance(attribute, property):
-        return attribute
+        return attribute.fget
+    if isinstance(attribute, functools.cached_property):
+        return attribute.func
+    if attribute is not None and not hasattr(type(attribute), "__get__"):
+        return _CLASS_VALUE
     return None
 
 
@@ -184,96 +205,3 @@ def item_bar(g, key, value):
     else:
         part = None
     return zeros_like(value) if part is None else part
-
-
-# ---- building objects --------------------------------------------------------------------------
-
-def is_constructible(cls) -> bool:
-    """Whether adjoint follows gradients through calls of the class `cls`: dataclasses,
-    namedtuples, and classes whose `__init__` is written in Python."""
-    if not isinstance(cls, type) or cls.__module__ == "builtins" or issubclass(cls, (np.ndarray, np.generic)):
-        return False
-    return (
-        dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
-        or isinstance(getattr(cls, "__init__", None), types.FunctionType)
-    )
-
-
-def construct(cls, args, keywords):
-    """Build `cls(*args, **keywords)`; return it and a pullback from its cotangent to
-    `(arg_bars, keyword_bars)`.
-
-    Each argument that carries a gradient must be stored unchanged in a field (as dataclasses
-    and namedtuples do, and `self.W = W` in an `__init__`); that field's cotangent is the
-    argument's. A constructor that transforms a differentiable argument is refused, and so is
-    a gradient reaching a field that no argument was stored in unless the class is a dataclass
-    or namedtuple (whose other fields are defaults: constants).
-    """
-    obj = cls(*args, **keywords)
-    stored = _stored_fields(obj)
-    where = {}
-    for key, value in [*enumerate(args), *keywords.items()]:
-        if _carries_float(value):
-            name = next((n for n, v in stored.items() if v is value), None)
-            if name is None:
-                raise RuleError(
-                    f"`{cls.__qualname__}(...)` does not store its argument {_argument(key)} unchanged in a field, "
-                    "so adjoint cannot follow its gradient: create the object outside the differentiated function, "
-                    "or store the argument as it is and compute with it in a method"
-                )
-            where[key] = name
-    plain = dataclasses.is_dataclass(cls) or is_namedtuple(obj)
-
-    def construct_pullback(g):
-        fields = _fields_of_cotangent(g)
-        if not plain:
-            mapped = set(where.values())
-            for name, part in fields.items():
-                if name not in mapped and part is not None and _carries_float(stored.get(name)):
-                    raise RuleError(
-                        f"a gradient reached the field `{name}` of a `{cls.__qualname__}` built in differentiated "
-                        "code, which its `__init__` computed rather than stored from an argument: adjoint cannot "
-                        "follow it. Make the class a dataclass, or pass the value as an argument"
-                    )
-        arg_bars = tuple(item_bar(fields, where[i], a) if i in where else None for i, a in enumerate(args))
-        keyword_bars = {k: item_bar(fields, where[k], v) if k in where else None for k, v in keywords.items()}
-        return arg_bars, keyword_bars
-
-    return obj, construct_pullback
-
-
-def construct_vjp(wrt, cls, /, *args, **kwargs):
-    """`construct` as `vjp` calls it: the pullback returns one cotangent per argument."""
-    obj, pullback = construct(cls, args, kwargs)
-    return obj, lambda g: pullback(g)[0]
-
-
-def _stored_fields(obj) -> dict:
-    if is_namedtuple(obj):
-        return dict(zip(type(obj)._fields, obj))
-    return fields_of(obj)
-
-
-def _fields_of_cotangent(g) -> dict:
-    if g is None:
-        return {}
-    if isinstance(g, Tangent):
-        return tangent_fields(g)
-    if is_namedtuple(g):
-        return dict(zip(type(g)._fields, g))
-    raise RuleError(f"internal error: an object's cotangent is a {type(g).__name__}")
-
-
-def _carries_float(value, seen=()) -> bool:
-    """Whether `value` holds a float anywhere (`seen`: the objects being looked into)."""
-    if isinstance(value, dict):
-        value = list(value.values())
-    elif is_struct(value) and id(value) not in seen:
-        seen, value = (*seen, id(value)), list(fields_of(value).values())
-    if isinstance(value, (tuple, list)):
-        return any(_carries_float(v, seen) for v in value)
-    return is_differentiable(value)
-
-
-def _argument(key) -> str:
-    return f"`{key}=`" if isinstance(key, str) else f"{key}"

@@ -12,7 +12,7 @@ from adjoint.registry import lookup
 from adjoint.testing import check_rrule
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [builtins.sum, builtins.max, builtins.min]
+RRULE_PRIMITIVES = [builtins.sum, builtins.max, builtins.min, builtins.super]
 
 
 # ---- sum ------------------------------------------------------------------------------------------
@@ -92,3 +92,31 @@ def test_max_with_a_default_of_an_empty_list_gives_no_cotangent():
 )
 def test_builtins_whose_results_carry_no_gradient(primitive):
     assert registry.is_non_differentiable(primitive)
+
+
+# ---- super ------------------------------------------------------------------------------------------
+
+class _Base:
+    def __init__(self, w):
+        self.w = w
+
+    def scaled(self, x):
+        return self.w * x
+
+
+class _Child(_Base):
+    def scaled(self, x):
+        return 2.0 * super().scaled(x)
+
+
+def test_super_rule_hands_the_proxys_cotangent_to_the_object():
+    child = _Child(np.array([1.0, 2.0]))
+    value, back = registry.lookup(builtins.super).rrule(_Child, child)
+    assert value.scaled(3.0) is not None and back("g") == (None, "g")
+
+
+def test_super_method_call_in_differentiated_code_reaches_the_objects_fields(rng):
+    from adjoint.testing import check_grad
+
+    child = _Child(rng.normal(size=2))
+    check_grad(lambda c, x: np.sum(c.scaled(x) ** 2), child, rng.normal(size=2))

@@ -1,0 +1,156 @@
+"""Building objects from differentiable values: `Dense(W, b)`, `State(h=h)` in differentiated code.
+
+The object is built by its own class, so it is exactly what plain Python builds; its pullback
+maps the object's cotangent (a `Tangent`, or a namedtuple for a namedtuple) back to the
+arguments stored in its fields.
+
+Before:  layer = Dense(W, b)      After:  layer, Dense_pullback = adj.vjp((0, 1), Dense, W, b)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import numpy as np
+
+from .cotangents import RuleError, add, is_differentiable
+from .structs import Tangent, fields_of, is_namedtuple, is_struct, item_bar, tangent_fields
+
+
+def is_constructible(cls) -> bool:
+    """Whether adjoint follows gradients through calls of the class `cls`: dataclasses,
+    namedtuples, and classes whose `__init__` is written in Python."""
+    if not isinstance(cls, type) or cls.__module__ == "builtins" or issubclass(cls, (np.ndarray, np.generic)):
+        return False
+    return (
+        dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
+        or isinstance(getattr(cls, "__init__", None), types.FunctionType)
+    )
+
+
+def construct(cls, args, keywords):
+    """Build `cls(*args, **keywords)`; return it and a pullback from its cotangent to
+    `(arg_bars, keyword_bars)`.
+
+    Which field holds which argument: a namedtuple's and a dataclass's fields in order (and by
+    name for keywords); for another class, the fields that hold the very object passed (all
+    of them, so `self.W = self.V = W` gives W both gradients; an object passed twice gets its
+    cotangent at its first place). Each argument that carries a gradient must be stored
+    unchanged, or the call is refused. A gradient reaching a field that no argument was
+    stored in is refused unless that field is a constant: a dataclass or namedtuple default,
+    or an `__init__` default value stored as it is.
+    """
+    obj = cls(*args, **keywords)
+    stored = _stored_fields(obj)
+    where = _fields_by_position(cls, obj, args, keywords) if _is_record(cls) else _fields_by_identity(stored, args, keywords)
+    for key, value in [*enumerate(args), *keywords.items()]:
+        if _carries_float(value) and not any(stored.get(name) is value for name in where.get(key, ())):
+            raise RuleError(
+                f"`{cls.__qualname__}(...)` does not store its argument {_argument(key)} unchanged in a field, "
+                "so adjoint cannot follow its gradient: create the object outside the differentiated function, "
+                "or store the argument as it is and compute with it in a method"
+            )
+    mapped = {name for names in where.values() for name in names}
+    constants = _constant_fields(cls, obj, stored, mapped)
+
+    def construct_pullback(g):
+        fields = _fields_of_cotangent(g)
+        for name, part in fields.items():
+            if name not in mapped and name not in constants and part is not None and _carries_float(stored.get(name)):
+                raise RuleError(
+                    f"a gradient reached the field `{name}` of a `{cls.__qualname__}` built in differentiated code, "
+                    "which its constructor computed rather than stored from an argument: adjoint cannot follow "
+                    "it. Pass the value as an argument, or compute it in a method or property"
+                )
+
+        def bar(key, value):
+            parts = [fields.get(name) for name in where.get(key, ())]
+            total = None
+            for part in parts:
+                total = add(total, part)
+            return None if key not in where else item_bar({"": total}, "", value)
+
+        arg_bars = tuple(bar(i, a) for i, a in enumerate(args))
+        keyword_bars = {k: bar(k, v) for k, v in keywords.items()}
+        return arg_bars, keyword_bars
+
+    return obj, construct_pullback
+
+
+def _is_record(cls) -> bool:
+    """A namedtuple, or a dataclass with the `__init__` dataclasses write (its source is
+    generated: `<string>`): fields follow the arguments."""
+    if issubclass(cls, tuple):
+        return True
+    init = getattr(cls, "__init__", None)
+    return dataclasses.is_dataclass(cls) and getattr(getattr(init, "__code__", None), "co_filename", "") == "<string>"
+
+
+def _fields_by_position(cls, obj, args, keywords) -> dict:
+    if issubclass(cls, tuple):
+        names = list(cls._fields)
+    else:
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+    where = {i: (names[i],) for i in range(min(len(args), len(names)))}
+    where.update({k: (k,) for k in keywords if k in names})
+    return where
+
+
+def _fields_by_identity(stored, args, keywords) -> dict:
+    where, taken = {}, set()
+    for key, value in [*enumerate(args), *keywords.items()]:
+        if id(value) in taken:
+            continue  # the same object passed again: its cotangent goes to its first place
+        taken.add(id(value))
+        where[key] = tuple(name for name, field in stored.items() if field is value)
+    return where
+
+
+def _constant_fields(cls, obj, stored, mapped) -> set:
+    """The fields that hold constants: defaults of a namedtuple or of a dataclass without a
+    `__post_init__`, and `__init__` default values stored as they are."""
+    if issubclass(cls, tuple) or dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__") and all(
+        f.init for f in dataclasses.fields(cls)
+    ):
+        return set(stored) - mapped
+    init = getattr(cls, "__init__", None)
+    defaults = [*(getattr(init, "__defaults__", None) or ()), *(getattr(init, "__kwdefaults__", None) or {}).values()]
+    return {name for name, value in stored.items() if any(value is d for d in defaults)}
+
+
+def construct_vjp(wrt, cls, /, *args, **kwargs):
+    """`construct` as `vjp` calls it: the pullback returns one cotangent per argument."""
+    obj, pullback = construct(cls, args, kwargs)
+    return obj, lambda g: pullback(g)[0]
+
+
+def _stored_fields(obj) -> dict:
+    if is_namedtuple(obj):
+        return dict(zip(type(obj)._fields, obj))
+    return fields_of(obj)
+
+
+def _fields_of_cotangent(g) -> dict:
+    if g is None:
+        return {}
+    if isinstance(g, Tangent):
+        return tangent_fields(g)
+    if is_namedtuple(g):
+        return dict(zip(type(g)._fields, g))
+    raise RuleError(f"internal error: an object's cotangent is a {type(g).__name__}")
+
+
+def _carries_float(value, seen=()) -> bool:
+    """Whether `value` holds a float anywhere (`seen`: the objects being looked into)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif is_struct(value) and id(value) not in seen:
+        seen, value = (*seen, id(value)), list(fields_of(value).values())
+    if isinstance(value, (tuple, list)):
+        return any(_carries_float(v, seen) for v in value)
+    return is_differentiable(value)
+
+
+def _argument(key) -> str:
+    return f"`{key}=`" if isinstance(key, str) else f"{key}"

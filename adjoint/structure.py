@@ -1,0 +1,136 @@
+"""A model's gradient at the API's edge: completed to mirror the model, and sharing no memory.
+
+Inside generated code the cotangent of a container or object is sparse (a `Tangent` holds
+only the fields something flowed into). `structure` completes it against the argument:
+the same containers, a `Tangent` per object, projected float leaves (zeros where nothing
+flowed), `None` for frozen paths and for subtrees without a float leaf. Where an object
+refers back to itself (a cycle), what reaches it again is added at its first place. A
+function stored in a model cannot take a gradient back, so one reaching it is refused.
+
+`unshared` then copies any array leaf that shares memory with an earlier one, or with the
+caller's seed, so updating one gradient in place changes nothing else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import arguments, runtime, tree
+from .errors import AdjointError
+from .runtime import structs
+
+
+def structure(arg, cotangent, frozen=frozenset(), project=arguments.project):
+    """The gradient handed back for the container or object `arg` (see the module docstring);
+    `project(leaf, cotangent)` shapes a float leaf's cotangent like the leaf.
+
+    >>> import numpy as np
+    >>> structure({"W": np.ones(2), "n": 3, "b": 0.5}, {"W": np.array([1.0, 2.0])})
+    {'W': array([1., 2.]), 'n': None, 'b': 0.0}
+    """
+    return _Completion(frozen, project).complete(arg, cotangent, "")
+
+
+class _Completion:
+    def __init__(self, frozen, project):
+        self.frozen, self.project = frozen, project
+        self.pending: dict[int, list] = {}  # objects being completed -> cotangents met again in a cycle
+
+    def complete(self, arg, cotangent, path):
+        if path in self.frozen:
+            return None
+        if runtime.is_differentiable(arg):
+            return self.project(arg, cotangent)
+        kids = tree.children(arg)
+        if not kids:
+            _refuse_gradient_into_function(arg, cotangent, path)
+            return None
+        key = id(arg)
+        if key in self.pending:  # back to an object on the way here: count it at its first place
+            if cotangent is not None:
+                self.pending[key].append(cotangent)
+            return None
+        self.pending[key] = []
+        try:
+            result = self._children(arg, kids, cotangent, path)
+            while self.pending[key]:
+                again, self.pending[key] = self.pending[key], []
+                for more in again:
+                    result = runtime.add(result, self._children(arg, kids, more, path))
+        finally:
+            del self.pending[key]
+        return result
+
+    def _children(self, arg, kids, cotangent, path):
+        parts = {key: self.complete(value, tree.child(cotangent, key), tree.path_of(path, arg, key)) for key, value in kids}
+        if structs.is_struct(arg) and isinstance(cotangent, structs.Tangent):
+            _refuse_stray_fields(arg, cotangent, parts)
+        if all(part is None for part in parts.values()):
+            return None
+        if structs.is_struct(arg):
+            return structs.Tangent(type(arg), parts)
+        return tree.rebuild(arg, parts)
+
+
+def _refuse_stray_fields(arg, cotangent, parts):
+    """A gradient for an attribute that is not one of the object's fields (one computed by
+    `__getattr__`) cannot be handed back."""
+    for name, value in structs.tangent_fields(cotangent).items():
+        if name not in parts and _nonzero(value):
+            raise AdjointError(
+                f"a gradient reached `{type(arg).__name__}.{name}`, which is not a field of the object "
+                "(an attribute computed by `__getattr__`?): adjoint cannot hand it back. Store it on the "
+                "instance, or compute it in a method"
+            )
+
+
+def _refuse_gradient_into_function(arg, cotangent, path):
+    if _nonzero(cotangent):
+        raise AdjointError(
+            f"a gradient reached `{path.lstrip('.') or 'the argument'}`, a {type(arg).__name__} that closes over "
+            "differentiable values: adjoint cannot hand a gradient back into a stored function. Make it "
+            "a method of the class, or store the values it uses as fields"
+        )
+
+
+def _nonzero(cotangent) -> bool:
+    if cotangent is None:
+        return False
+    if runtime.is_differentiable(cotangent):
+        return bool(np.any(cotangent != 0))
+    return any(_nonzero(part) for _, part in tree.children(cotangent))
+
+
+# ---- sharing no memory -------------------------------------------------------------------------
+
+def unshared(gradients, seed) -> tuple:
+    """`gradients` with every array leaf that shares memory with an earlier leaf, or with a
+    leaf of the caller's cotangent `seed`, replaced by a copy."""
+    seen: set[int] = set()
+    for leaf in tree.tree_leaves(seed) if seed is not None else ():
+        if isinstance(leaf, np.ndarray):
+            seen.add(id(_root(leaf)))
+    return tuple(_unshare(g, seen) for g in gradients)
+
+
+def _unshare(value, seen):
+    if isinstance(value, np.ndarray):
+        root = id(_root(value))
+        if root in seen:
+            return value.copy()
+        seen.add(root)
+        return value
+    kids = tree.children(value) if isinstance(value, (dict, list, tuple, structs.Tangent)) else []
+    parts = {}
+    for key, part in kids:
+        new = _unshare(part, seen)
+        if new is not part:
+            parts[key] = new
+    return tree.rebuild(value, parts) if parts else value
+
+
+def _root(array):
+    """The array owning `array`'s memory (views share their base's)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
