@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from . import implicit, runtime, trainable
+from . import implicit, runtime, trainable, tree
 from .arguments import name_of
 from .compiler import pipeline
 from .errors import AdjointError, TransformError
@@ -98,8 +98,9 @@ def transform_for_runtime(fn, wrt, args=()):
 
 
 def refuse_shared_updated_arguments(f, forward, args) -> None:
-    """A function that updates a parameter in place may not be passed that array twice: in
-    Python the other parameter would see the update, in adjoint's copy it would not."""
+    """A function that updates a parameter in place may not be passed that array twice (also
+    inside a container or model argument): in Python the other place would see the update, in
+    adjoint's copy it would not."""
     if not forward.__adjoint_updates__:
         return
     names = f.__code__.co_varnames[: f.__code__.co_argcount]
@@ -108,15 +109,21 @@ def refuse_shared_updated_arguments(f, forward, args) -> None:
             continue
         position = names.index(parameter)
         updated = args[position]
+        if not isinstance(updated, np.ndarray):
+            continue
         for index, other in enumerate(args):
-            if index != position and isinstance(updated, np.ndarray) and isinstance(other, np.ndarray) and (
-                np.may_share_memory(updated, other)
+            if index != position and any(
+                isinstance(leaf, np.ndarray) and np.may_share_memory(updated, leaf) for leaf in _arrays_in(other)
             ):
                 raise AdjointError(
                     f"{name_of(f)} updates its argument `{parameter}` in place (line {line}), and argument "
                     f"{index} shares its memory: Python would show the update through both, adjoint "
                     f"updates a copy. Pass a copy, or write `{parameter} = {parameter} + ...`."
                 )
+
+
+def _arrays_in(value) -> list:
+    return [value] if isinstance(value, np.ndarray) else tree.tree_leaves(value)
 
 
 runtime.install_transformer(transform_for_runtime)

@@ -57,12 +57,25 @@ def get_source(fn) -> FunctionSource:
             f"{code.co_firstlineno}: was the file edited after it was imported? Reload it."
         )
     node = _as_function(syntax.copy_node(node))
+    _mangle_private_attributes(node, getattr(fn, "__qualname__", ""))
     _check_parameters(node, code, fn)
     _check_unchanged(code, fn, tuple(lines))
     for stmt in gast.walk(node):
         if isinstance(stmt, gast.stmt) and hasattr(stmt, "lineno"):
             anno.set_(stmt, anno.ORIGIN, stmt.lineno)
     return FunctionSource(node, code.co_filename, list(lines), code.co_name)
+
+
+def _mangle_private_attributes(node, qualname: str) -> None:
+    """`self.__W` in a method of `Model` as `self._Model__W`, as Python's compiler writes it:
+    generated code runs outside the class body, where Python would not."""
+    parts = qualname.split(".")
+    owner = parts[-2].lstrip("_") if len(parts) > 1 and parts[-2] != "<locals>" else ""
+    if not owner:
+        return
+    for attribute in gast.walk(node):
+        if isinstance(attribute, gast.Attribute) and attribute.attr.startswith("__") and not attribute.attr.endswith("__"):
+            attribute.attr = f"_{owner}{attribute.attr}"
 
 
 def _code_of(fn) -> types.CodeType:

@@ -130,6 +130,8 @@ def vjp(wrt, fn, /, *args, **kwargs):
         shifted = tuple(i + len(bound) for i in wrt)
         value, pullback = vjp(shifted, function, *bound, *args, **{**keywords, **kwargs})
         return value, _dropped(pullback, len(bound))
+    if not wrt and not isinstance(fn, types.FunctionType):
+        return fn(*args, **kwargs), no_cotangents(len(args))  # nothing asked of a library's callable
     if _transform_hook is None:
         raise RuleError(f"no rule for {fn!r} and no compiler installed to differentiate it")
     forward = _transform_hook(fn, wrt, args)

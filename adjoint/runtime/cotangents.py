@@ -64,7 +64,7 @@ def add(a, b):
         return a
     if type(a) is tuple or type(a) is list:
         return type(a)(add(x, y) for x, y in zip(a, b))
-    if type(a) is dict:
+    if isinstance(a, dict):
         return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
     if isinstance(a, tuple) and hasattr(type(a), "_fields"):
         return type(a)._make(add(x, y) for x, y in zip(a, b))

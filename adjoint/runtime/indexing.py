@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .cotangents import RuleError, add, is_differentiable, unbroadcast, zeros_like
+from .structs import is_struct
 
 # ---- reading items ---------------------------------------------------------------------------
 
@@ -29,6 +30,10 @@ def unindex(g, x, index):
     """
     if type(x) is dict:
         return {} if g is None else {index: g}
+    if is_struct(x):  # an object with `__getitem__` (a `Sequential`): run it again, differentiated
+        from . import vjp  # noqa: PLC0415  (the package imports this module)
+
+        return None if g is None else vjp((0,), type(x).__getitem__, x, index)[1](g)[0]
     buffer = buffer_like(x)
     scatter_add(buffer, index, g)
     return from_buffer(buffer, x)
@@ -62,7 +67,16 @@ def buffer_like(x):
         return [zeros_like(v) for v in x]
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
+    if is_struct(x):
+        return _ObjectBuffer(x)
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
+
+
+class _ObjectBuffer:
+    """The cotangent of an object read with `x[i]` in a loop, summed read by read."""
+
+    def __init__(self, obj):
+        self.obj, self.total = obj, None
 
 
 def scatter_add(buffer, index, value) -> None:
@@ -79,7 +93,9 @@ def scatter_add(buffer, index, value) -> None:
     """
     if value is None:
         return
-    if isinstance(buffer, np.ndarray):
+    if isinstance(buffer, _ObjectBuffer):
+        buffer.total = add(buffer.total, unindex(value, buffer.obj, index))
+    elif isinstance(buffer, np.ndarray):
         if type(index) is int and type(value) in (float, np.float64) and buffer.ndim == 1:
             buffer[index] += value  # one item of a vector: the common case in loops, kept cheap
         elif _is_advanced(index):
@@ -101,6 +117,8 @@ def from_buffer(buffer, x):
     >>> from_buffer([1.0, 2.0], (0.5, 0.5))
     (1.0, 2.0)
     """
+    if isinstance(buffer, _ObjectBuffer):
+        return buffer.total
     if isinstance(x, tuple):
         return type(x)._make(buffer) if hasattr(type(x), "_fields") else tuple(buffer)
     if isinstance(x, np.generic):

@@ -1,8 +1,11 @@
-"""Model programs (structural gradients) that adjoint gets wrong today.
+"""Model programs (structural gradients) that exposed bugs in adjoint.
 
-Each test states what a correct implementation does; each fails because of a bug in adjoint
-(or in `adjoint.testing` / `adjoint.tree`), described in its docstring. They are kept apart
-from `test_models.py` so that file stays green; do not weaken them to make them pass.
+Each test states what a correct implementation does. Each failed, when written, because of a
+bug in adjoint (or in `adjoint.testing` / `adjoint.tree`) that its docstring describes as it
+was found; they were kept apart from `test_models.py` so that file stayed green. Do not
+weaken them to make them pass. (By the end of the session that wrote them, adjoint had been
+changed and all of them passed: they now serve as regression tests, and can be merged into
+`test_models.py`.)
 """
 
 import collections
