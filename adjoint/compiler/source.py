@@ -97,18 +97,29 @@ def _parse_lines(filename: str, lines: tuple[str, ...]) -> gast.Module:
 
 
 def _find(module, code):
-    candidates = []
-    for node in gast.walk(module):
-        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
-            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            if node.name == code.co_name and code.co_firstlineno in (first, node.lineno):
-                candidates.append(node)
-        elif isinstance(node, gast.Lambda) and code.co_name == "<lambda>":
-            if node.lineno == code.co_firstlineno:
-                candidates.append(node)
+    candidates = [node for node in _by_line(module).get(code.co_firstlineno, ()) if (
+        code.co_name == "<lambda>" if isinstance(node, gast.Lambda) else node.name == code.co_name
+    )]
     if len(candidates) > 1:
         candidates = _by_position(candidates, code) or candidates
     return candidates[0] if candidates else None
+
+
+def _by_line(module) -> dict:
+    """The module's functions and lambdas by the lines their code objects may start on (a
+    function's decorator line and its `def` line), indexed once per parsed file."""
+    index = getattr(module, "_adjoint_functions", None)
+    if index is None:
+        index = {}
+        for node in gast.walk(module):
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+                first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                for line in {first, node.lineno}:
+                    index.setdefault(line, []).append(node)
+            elif isinstance(node, gast.Lambda):
+                index.setdefault(node.lineno, []).append(node)
+        module._adjoint_functions = index
+    return index
 
 
 def _by_position(candidates, code):

@@ -45,6 +45,8 @@ def construct(cls, args, keywords):
     stored = _stored_fields(obj)
     where = _fields_by_position(cls, obj, args, keywords) if _is_record(cls) else _fields_by_identity(stored, args, keywords)
     for key, value in [*enumerate(args), *keywords.items()]:
+        if where.get(key) is _AGAIN:
+            continue
         if _carries_float(value) and not any(stored.get(name) is value for name in where.get(key, ())):
             raise RuleError(
                 f"`{cls.__qualname__}(...)` does not store its argument {_argument(key)} unchanged in a field, "
@@ -97,11 +99,19 @@ def _fields_by_position(cls, obj, args, keywords) -> dict:
     return where
 
 
+class _Again(tuple):
+    """The fields of an argument whose object an earlier argument passed: none of its own."""
+
+
+_AGAIN = _Again()
+
+
 def _fields_by_identity(stored, args, keywords) -> dict:
     where, taken = {}, set()
     for key, value in [*enumerate(args), *keywords.items()]:
         if id(value) in taken:
-            continue  # the same object passed again: its cotangent goes to its first place
+            where[key] = _AGAIN  # the same object passed again: its cotangent goes to its first place
+            continue
         taken.add(id(value))
         where[key] = tuple(name for name, field in stored.items() if field is value)
     return where

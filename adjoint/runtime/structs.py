@@ -150,21 +150,20 @@ def field_bar(g, obj, name):
     """
     if g is None:
         return None
+    kind = _attribute_kind(type(obj), name)
+    if isinstance(kind, types.FunctionType):  # a property's getter computed the value from the object
+        from . import vjp  # noqa: PLC0415  (the package imports this module)
+
+        return vjp((0,), kind, obj)[1](g)[0]
     instance = getattr(obj, "__dict__", None)
     if instance is not None and name in instance:  # an instance field, whatever the class holds
         value = instance[name]
         if isinstance(value, types.MethodType) and value.__self__ is obj:
             return g
-    else:
-        kind = _attribute_kind(type(obj), name)
-        if kind is _METHOD:
-            return g
-        if kind is _CLASS_VALUE:
-            return None
-        if kind is not None:  # a property: its getter computed the value from the object
-            from . import vjp  # noqa: PLC0415  (the package imports this module)
-
-            return vjp((0,), kind, obj)[1](g)[0]
+    elif kind is _METHOD:
+        return g
+    elif kind is _CLASS_VALUE:
+        return None
     if is_namedtuple(obj):
         return type(obj)._make(g if field == name else None for field in type(obj)._fields)
     return Tangent(type(obj), {name: g})
@@ -180,9 +179,9 @@ def _attribute_kind(cls, name):
     attribute = inspect.getattr_static(cls, name, None)
     if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)):
         return _METHOD
-    if isinstance(attribute, property):
+    if isinstance(attribute, property) and isinstance(attribute.fget, types.FunctionType):
         return attribute.fget
-    if isinstance(attribute, functools.cached_property):
+    if isinstance(attribute, functools.cached_property):  # its cache in the instance is not a field
         return attribute.func
     if attribute is not None and not hasattr(type(attribute), "__get__"):
         return _CLASS_VALUE

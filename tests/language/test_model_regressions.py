@@ -1,11 +1,7 @@
-"""Model programs (structural gradients) that exposed bugs in adjoint.
+"""Model programs (structural gradients) that exposed bugs in adjoint when first tested.
 
-Each test states what a correct implementation does. Each failed, when written, because of a
-bug in adjoint (or in `adjoint.testing` / `adjoint.tree`) that its docstring describes as it
-was found; they were kept apart from `test_models.py` so that file stayed green. Do not
-weaken them to make them pass. (By the end of the session that wrote them, adjoint had been
-changed and all of them passed: they now serve as regression tests, and can be merged into
-`test_models.py`.)
+Each test states what a correct implementation does, and its docstring describes the bug as
+it was found (all fixed since). Do not weaken them to make them pass.
 """
 
 import collections

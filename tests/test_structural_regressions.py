@@ -1,8 +1,7 @@
-"""Tests that FAIL because of bugs in adjoint found while testing the new object/tree/optimizer
-modules. Each states the documented contract it checks; the ones marked "contract question"
-test behaviour the docs imply but do not spell out.
-
-Minimal repros are in each test; run `pytest -q tests/test_issue4_failing.py`.
+"""Regressions across the structural-gradient modules (`runtime.building`, `tree`, `optim`,
+`implicit`, `trainable`, `arguments`): each test is a bug found while the modules were first
+tested, stated as the contract it checks, with its minimal reproduction. They stay together
+because each crosses several modules.
 """
 
 import collections
