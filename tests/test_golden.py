@@ -27,6 +27,12 @@ CASES = {
     "early_return": (functions.early_return, (0,)),
     "squares_of_positives": (functions.squares_of_positives, (0,)),
     "running_sum": (functions.running_sum, (0,)),
+    "chain_loss": (functions.chain_loss, (0,)),
+}
+_W, _B = np.ones((3, 2)), np.zeros(2)
+SPECIALISED = {  # the code that these example arguments get: `b` frozen by the class, or not
+    "dense_call": (functions.Dense.__call__, (functions.Dense(_W, _B), np.ones((4, 3)))),
+    "dense_call_frozen": (functions.Dense.__call__, (functions.FrozenBias(_W, _B), np.ones((4, 3)))),
 }
 
 
@@ -38,6 +44,22 @@ def test_generated_source_matches_golden(name):
     if os.environ.get("ADJOINT_UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text()
+
+
+@pytest.mark.parametrize("name", sorted(SPECIALISED))
+def test_specialised_source_matches_golden(name):
+    fn, args = SPECIALISED[name]
+    text = adjoint.source(fn, wrt=0, args=args)
+    path = HERE / f"{name}.txt"
+    if os.environ.get("ADJOINT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_a_frozen_field_gets_no_adjoint_work():
+    frozen, trainable = (HERE / "dense_call_frozen.txt").read_text(), (HERE / "dense_call.txt").read_text()
+    assert "'b'" in trainable and "'b'" not in frozen
+    assert "'W'" in trainable and "'W'" in frozen
 
 
 def test_golden_functions_have_correct_gradients():
@@ -53,3 +75,5 @@ def test_golden_functions_have_correct_gradients():
     check_grad(functions.early_return, np.array([-0.5, -1.0]))
     check_grad(functions.squares_of_positives, np.array([0.5, -1.0, 2.0]))
     check_grad(functions.running_sum, np.array([0.5, -1.0, 2.0, 0.3]))
+    layers = [functions.Dense(rng.normal(size=(3, 4)), rng.normal(size=4)), functions.FrozenBias(rng.normal(size=(4, 2)), rng.normal(size=2))]
+    check_grad(functions.chain_loss, layers, rng.normal(size=(5, 3)), rng.normal(size=(5, 2)))
