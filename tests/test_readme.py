@@ -23,22 +23,14 @@ def test_readme_generated_source_is_what_adjoint_prints(tmp_path):
 
 def test_readme_models_example_runs_and_its_comments_hold(tmp_path):
     block = next(b for b in re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S) if "class Dense" in b)
-    preamble = '''
+    preamble = f'''
 import dataclasses
+import sys
 import numpy as np
 import adjoint
 
-class Chain:
-    def __init__(self, *layers):
-        self.layers = list(layers)
-
-    def __call__(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-def identity(z):
-    return z
+sys.path.insert(0, {str(README.parent / "examples")!r})
+from train import Chain, identity
 
 def mse(prediction, target):
     return np.mean((prediction - target) ** 2)

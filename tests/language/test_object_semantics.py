@@ -80,28 +80,8 @@ class Child(Base):
         return np.tanh(super().forward(x))
 
 
-class Helpers:
-    def __init__(self, W):
-        self.W = W
-
-    @staticmethod
-    def act(h):
-        return np.tanh(h)
-
-    @classmethod
-    def scale(cls, h):
-        return 2.0 * h
-
-    def __call__(self, x):
-        return self.act(self.scale(self.W * x))
-
-
 def test_super_method_reaches_the_objects_fields():
     check_grad(lambda m, x: np.sum(m.forward(x) ** 2), Child(W.copy()), X.copy())
-
-
-def test_static_and_class_methods_called_through_self():
-    check_grad(lambda m, x: np.sum(m(x)), Helpers(W * 0.1), X.copy())
 
 
 class Forwarding:

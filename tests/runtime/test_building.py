@@ -1,6 +1,5 @@
 """adjoint/runtime/building.py: building objects from differentiable values (`construct`)."""
 
-import collections
 import dataclasses
 
 import numpy as np
@@ -8,47 +7,8 @@ import pytest
 
 from adjoint.runtime import RuleError
 from adjoint.runtime.building import construct, construct_vjp, is_constructible
+from support import Computed, Dense, FrozenDense, Plain, Point, Slotted
 from adjoint.runtime.structs import Tangent
-
-Point = collections.namedtuple("Point", "x y")
-
-
-@dataclasses.dataclass
-class Dense:
-    W: np.ndarray
-    b: np.ndarray
-    size: int = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class FrozenDense:
-    W: np.ndarray
-    b: np.ndarray
-
-
-class Slotted:
-    __slots__ = ("W", "scale")
-
-    def __init__(self, W, scale):
-        self.W, self.scale = W, scale
-
-
-class SlottedChild(Slotted):
-    __slots__ = "extra"  # a single string is one slot name
-
-
-class Plain:
-    def __init__(self, W, name="p"):
-        self.W = W
-        self.name = name
-
-
-class Computed:
-    """Its `__init__` stores a transformed argument: adjoint cannot follow it."""
-
-    def __init__(self, W):
-        self.W = W * 2.0
-
 
 class Stored:
     """Stores its argument, and also computes a float field of its own."""
@@ -58,24 +18,8 @@ class Stored:
         self.norm = float(np.sum(W))
 
 
-class Model:
-    def __init__(self, W, b):
-        self.W, self.b = W, b
-
-    def __call__(self, x):
-        return x @ self.W + self.b
-
-    def loss(self, x):
-        return np.sum(self(x) ** 2)
-
-    @property
-    def total(self):
-        return np.sum(self.W * self.W)
-
-
 W = np.array([[1.0, 2.0], [3.0, -1.0]])
 B = np.array([0.5, -0.5])
-X = np.array([1.0, -2.0])
 
 
 # ---- is_constructible -------------------------------------------------------------------------

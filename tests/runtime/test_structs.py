@@ -4,7 +4,6 @@ with the namedtuple/`Tangent` cases of `cotangents.zeros_like`/`add`,
 (`closure_vjp`, `method_vjp`, `star_vjp`).
 """
 
-import collections
 import dataclasses
 import functools
 
@@ -15,48 +14,13 @@ import adjoint
 from adjoint import runtime as adj
 from adjoint.runtime.cotangents import add, zeros_like
 from adjoint.runtime.indexing import buffer_like, from_buffer, scatter_add, unindex, unpack_bar
+from support import Dense, FrozenDense, Plain, Point, Slotted
 from adjoint.runtime.structs import (
     Tangent, field_bar, fields_of, is_namedtuple, is_struct, item_bar, tangent_fields, tangent_type,
 )
 
-Point = collections.namedtuple("Point", "x y")
-
-
-@dataclasses.dataclass
-class Dense:
-    W: np.ndarray
-    b: np.ndarray
-    size: int = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class FrozenDense:
-    W: np.ndarray
-    b: np.ndarray
-
-
-class Slotted:
-    __slots__ = ("W", "scale")
-
-    def __init__(self, W, scale):
-        self.W, self.scale = W, scale
-
-
 class SlottedChild(Slotted):
     __slots__ = "extra"  # a single string is one slot name
-
-
-class Plain:
-    def __init__(self, W, name="p"):
-        self.W = W
-        self.name = name
-
-
-class Computed:
-    """Its `__init__` stores a transformed argument: adjoint cannot follow it."""
-
-    def __init__(self, W):
-        self.W = W * 2.0
 
 
 class Stored:
