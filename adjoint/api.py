@@ -223,7 +223,8 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
             "positional arguments"
         )
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
-    freezings = trainable.freezings(args, wrt, positions, freeze)
+    # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
+    freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
     if registry.lookup(f) is not None:
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
@@ -238,17 +239,16 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
                 value, generated_pullback = forward(*args, **kwargs)
 
     def back(cotangent):
-        with _recursion_headroom():
+        with _recursion_headroom():  # deep models are completed recursively too
             cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
-        for i in wrt if collector is not None else ():
-            collector.add(args[i], cotangents[i])
-        projected = [
-            None if i not in wrt
-            else structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths))
-            if i in freezings
-            else arguments.project(args[i], cotangents[i])
-            for i in range(len(args))
-        ]
+            for i in wrt if collector is not None else ():
+                collector.add(args[i], cotangents[i])
+            projected = [
+                None if i not in wrt
+                else arguments.project(args[i], cotangents[i]) if runtime.is_differentiable(args[i])
+                else structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ())
+                for i in range(len(args))
+            ]
         return structure.unshared(projected, cotangent)
 
     return value, back

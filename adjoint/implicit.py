@@ -58,6 +58,12 @@ class Params(collections.abc.Sequence):
         shapes = ", ".join(str(a.shape) for a in self._arrays)
         return f"Params({len(self)} arrays: {shapes})"
 
+    def __tree_children__(self):  # for `tree_leaves` and `tree_map`: the arrays
+        return list(enumerate(self._arrays))
+
+    def __tree_rebuild__(self, parts):
+        return Params(parts.get(i, a) for i, a in enumerate(self._arrays))
+
 
 def params(*trees) -> Params:
     """The trainable float arrays reachable from `trees` (models, containers, arrays), each
@@ -118,6 +124,16 @@ class Grads(collections.abc.Mapping):
 
     def __repr__(self):
         return f"Grads({len(self)} arrays: {', '.join(str(g.shape) for g in self._grads.values())})"
+
+    def __tree_children__(self):  # for `tree_leaves` and `tree_map`: the gradients, not the parameters
+        return [(i, self._grads[id(p)]) for i, p in enumerate(self._params)]
+
+    def __tree_rebuild__(self, parts):
+        """Grads for the same parameters with the gradients in `parts` (by position) replaced."""
+        new = object.__new__(Grads)
+        new._params = self._params
+        new._grads = {id(p): parts.get(i, self._grads[id(p)]) for i, p in enumerate(self._params)}
+        return new
 
 
 def _as_gradient(total, param):
@@ -183,7 +199,7 @@ class Collector:
             for part, part_bar in zip(value.args, cotangent):
                 self.add(part, part_bar)
             return
-        if isinstance(value, (types.ModuleType, type)) and isinstance(cotangent, Tangent):
+        if isinstance(cotangent, Tangent):  # by the attributes read: fields, class attributes, `__getattr__`'s
             for name, part in tangent_fields(cotangent).items():
                 self.add(getattr(value, name, None), part)
             return
@@ -202,8 +218,10 @@ def _parts(value) -> list:
         if (name or "builtins").split(".")[0] in _LIBRARIES:
             return []
         return [v for v in vars(value).values() if not isinstance(v, (types.FunctionType, types.ModuleType))]
-    if isinstance(value, (dict, list, tuple)) or is_struct(value):
+    if isinstance(value, (dict, list, tuple)):
         return [v for _, v in children(value)]
+    if is_struct(value):  # its fields, and what its classes hold (read as `self.W`)
+        return [v for _, v in children(value)] + [type(value)]
     return []
 
 

@@ -74,9 +74,10 @@ class _Completion:
 
 def _refuse_stray_fields(arg, cotangent, parts):
     """A gradient for an attribute that is not one of the object's fields (one computed by
-    `__getattr__`) cannot be handed back."""
+    `__getattr__`) cannot be handed back; one for a class attribute read through the object
+    is dropped (a constant shared by every instance)."""
     for name, value in structs.tangent_fields(cotangent).items():
-        if name not in parts and _nonzero(value):
+        if name not in parts and _nonzero(value) and not hasattr(type(arg), name):
             raise AdjointError(
                 f"a gradient reached `{type(arg).__name__}.{name}`, which is not a field of the object "
                 "(an attribute computed by `__getattr__`?): adjoint cannot hand it back. Store it on the "

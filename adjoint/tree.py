@@ -55,6 +55,8 @@ def _walk(tree, visit, seen):
 def children(tree) -> list:
     """`(key, child)` pairs of a container or object; empty for a leaf. Keys are dict keys,
     positions, or field names."""
+    if hasattr(type(tree), "__tree_children__"):  # `Grads`, `Params`: say what they hold
+        return tree.__tree_children__()
     if isinstance(tree, dict):
         return list(tree.items())
     if is_namedtuple(tree):
@@ -72,6 +74,8 @@ def child(tree, key):
     """The child of `tree` under `key`, or None where `tree` (a gradient) has none."""
     if tree is None:
         return None
+    if hasattr(type(tree), "__tree_children__"):
+        return dict(tree.__tree_children__()).get(key)
     if isinstance(tree, dict):
         return tree.get(key)
     if isinstance(tree, (list, tuple)) and not is_namedtuple(tree):
@@ -87,6 +91,8 @@ def rebuild(tree, parts: dict):
     Objects are copied shallowly and their fields set directly, so frozen dataclasses and
     classes with `__slots__` rebuild too.
     """
+    if hasattr(type(tree), "__tree_rebuild__"):
+        return tree.__tree_rebuild__(parts)
     if isinstance(tree, dict):
         new = copy.copy(tree) if type(tree) is not dict else dict(tree)  # an OrderedDict stays one
         new.update(parts)
@@ -184,7 +190,7 @@ def _map(fn, tree, others, with_rest, place, done):
         return tree
     if id(tree) in done:
         return done[id(tree)]
-    if isinstance(tree, tuple):  # immutable: built from its mapped items
+    if isinstance(tree, tuple) or hasattr(type(tree), "__tree_rebuild__"):  # built from its mapped items
         result = rebuild(tree, {k: _map(fn, v, others, with_rest, (id(tree), k), done) for k, v in children(tree)})
         done[id(tree)] = result
         return result

@@ -14,6 +14,7 @@ import types
 import numpy as np
 
 from .cotangents import RuleError, add, is_differentiable, zeros_like
+from .indexing import unpack_bar
 from .building import construct, is_constructible
 from .structs import field_bar, fields_of, is_namedtuple, is_struct
 
@@ -187,7 +188,10 @@ def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
                 position += 1
             else:
                 items = cotangents[position : position + size]
-                out.append(list(items) if type(part) is list else tuple(items))
+                if is_struct(part):  # `f(*model)`: the items go back through its `__getitem__`
+                    out.append(unpack_bar(items, part))
+                else:
+                    out.append(list(items) if type(part) is list else tuple(items))
                 position += size
         if mapping is None:
             return (*out, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -86,6 +87,12 @@ def unbroadcast(g, x):
         raise RuleError(
             f"a {type(x).__name__} was used in arithmetic (`+` concatenates, `*` repeats): adjoint "
             "cannot differentiate that; operate on arrays"
+        )
+    if x is not None and not isinstance(x, (np.ndarray, np.generic, numbers.Number)):
+        raise RuleError(
+            f"a `{type(x).__name__}` object was used in arithmetic, which calls its own operator method "
+            "(`__add__`, `__mul__`...): adjoint does not follow those. Call a method that does the "
+            "arithmetic on its fields instead (`a.plus(b)`)"
         )
     shape = np.shape(x)
     if np.shape(g) != shape:

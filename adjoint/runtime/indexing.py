@@ -44,6 +44,11 @@ def unpack_bar(parts, x):
 
     Unpacking an array iterates its first axis, so the parts stack back into an array.
     """
+    if is_struct(x):  # `enc, dec = model`: each part through the object's `__getitem__`
+        buffer = _ObjectBuffer(x)
+        for index, part in enumerate(parts):
+            buffer.add(index, part)
+        return buffer.total
     parts = [zeros_like(v) if p is None else p for p, v in zip(parts, x)]
     if isinstance(x, np.ndarray):
         return np.stack(parts).astype(x.dtype, copy=False)
@@ -73,10 +78,38 @@ def buffer_like(x):
 
 
 class _ObjectBuffer:
-    """The cotangent of an object read with `x[i]` in a loop, summed read by read."""
+    """The cotangent of an object read with `x[i]` in a loop (or walked by one), summed read
+    by read, each read checked against what iterating the object gives."""
 
     def __init__(self, obj):
-        self.obj, self.total = obj, None
+        self.obj, self.total, self.items = obj, None, None
+
+    def add(self, index, value):
+        if self.items is None:
+            self.items = _items(self.obj)
+        _check_item(self.obj, self.items, index)
+        self.total = add(self.total, unindex(value, self.obj, index))
+
+
+def _items(obj):
+    """The items iterating `obj` gives, or None if it cannot be iterated; refused if it has
+    no `__getitem__`, through which adjoint sends its items' gradients back."""
+    kind = type(obj).__name__
+    if not hasattr(type(obj), "__getitem__"):
+        raise RuleError(
+            f"adjoint sends the gradients of a `{kind}`'s items back through its `__getitem__`, which it does "
+            f"not have: iterate over the list it holds instead (`for layer in {kind.lower()}.layers`)"
+        )
+    return list(obj) if hasattr(type(obj), "__iter__") else None
+
+
+def _check_item(obj, items, index) -> None:
+    if items is not None and isinstance(index, int) and not (index < len(items) and obj[index] is items[index]):
+        kind = type(obj).__name__
+        raise RuleError(
+            f"iterating over a `{kind}` gives other items than `{kind.lower()}[i]`, through which adjoint "
+            "sends their gradients back: iterate over the list it holds instead"
+        )
 
 
 def scatter_add(buffer, index, value) -> None:
@@ -94,7 +127,7 @@ def scatter_add(buffer, index, value) -> None:
     if value is None:
         return
     if isinstance(buffer, _ObjectBuffer):
-        buffer.total = add(buffer.total, unindex(value, buffer.obj, index))
+        buffer.add(index, value)
     elif isinstance(buffer, np.ndarray):
         if type(index) is int and type(value) in (float, np.float64) and buffer.ndim == 1:
             buffer[index] += value  # one item of a vector: the common case in loops, kept cheap

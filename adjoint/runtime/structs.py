@@ -140,7 +140,8 @@ def field_bar(g, obj, name):
     A method's cotangent is already its receiver's (a bound method carries only its object),
     and so is that of a field holding a bound method of the object (`self.fn = self.forward`).
     A property's getter is run again and differentiated (getters must be pure functions of the
-    object). A class attribute read through the object is a constant shared by its instances.
+    object). A class attribute read through the object keeps its entry (the API's completion
+    drops it: a constant shared by the instances; implicit parameters may be held there).
 
     >>> class Model:
     ...     pass
@@ -162,8 +163,6 @@ def field_bar(g, obj, name):
             return g
     elif kind is _METHOD:
         return g
-    elif kind is _CLASS_VALUE:
-        return None
     if is_namedtuple(obj):
         return type(obj)._make(g if field == name else None for field in type(obj)._fields)
     return Tangent(type(obj), {name: g})
