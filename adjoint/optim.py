@@ -18,11 +18,14 @@ array([0., 0.])
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .errors import AdjointError
 from .implicit import Grads
 from .runtime import is_differentiable
+from .runtime.structs import Tangent, is_namedtuple, is_struct, tangent_type
 from .tree import child, children
 
 __all__ = ["Optimizer", "SGD", "Adam"]
@@ -33,11 +36,16 @@ class Optimizer:
 
     def __init__(self):
         self.state: dict = {}  # per parameter (an array's id, or a float's place): the method's state
+        self._owners: dict = {}  # the same keys: what the state belongs to (a weak reference to an array)
 
     def step(self, model, grads):
         """Update `model`'s parameters in place by `grads`; return `model`."""
-        for key, (param, gradient, place) in _parameters_with_gradients(model, grads).items():
+        found = _parameters_with_gradients(model, grads)
+        for key, (param, gradient, place) in found.items():
+            self._claim(key, param if place is None else place[0])
             gradient = np.asarray(gradient, dtype=np.result_type(param))
+            if np.shape(gradient) != np.shape(param):
+                raise AdjointError(f"a gradient of shape {np.shape(gradient)} for a parameter of shape {np.shape(param)}")
             change = self.change(key, param, gradient)
             if place is None:
                 param -= change
@@ -48,6 +56,18 @@ class Optimizer:
     def change(self, key, param, gradient):
         """How much to subtract from `param` given its `gradient` (updating `self.state`)."""
         raise NotImplementedError
+
+    def _claim(self, key, owner):
+        """Keep the state under `key` only while it belongs to `owner`: a parameter replaced by
+        a new array (or an id reused by one) starts afresh, and dead arrays' state is dropped."""
+        held = self._owners.get(key)
+        if held is None or held() is not owner:
+            self.state.pop(key, None)
+            self._owners[key] = weakref.ref(owner) if isinstance(owner, np.ndarray) else (lambda: owner)
+        dead = [k for k, ref in self._owners.items() if ref() is None]
+        for k in dead:
+            self.state.pop(k, None)
+            del self._owners[k]
 
 
 class SGD(Optimizer):
@@ -101,23 +121,53 @@ def _parameters_with_gradients(model, grads) -> dict:
             add(id(param), param, gradient, None)
         return found
 
-    def walk(tree, gradient):  # ends: the gradient is a finite tree, even where the model has a cycle
-        for key, value in children(tree):
-            part = child(gradient, key)
-            if part is None:
-                continue
-            if isinstance(value, np.ndarray) and is_differentiable(value):
-                add(id(value), value, part, None)
-            elif type(value) is float or isinstance(value, np.generic) and is_differentiable(value):
-                add((id(tree), key), value, part, (tree, key))
-            else:
-                walk(value, part)
-
     if isinstance(model, np.ndarray):
         raise AdjointError("opt.step needs a model, container or Grads; an array alone cannot be matched to its gradient "
                            "place: hold it in a dict or list")
-    walk(model, grads)
+    _pair(model, grads, add)
     return found
+
+
+def _pair(tree, gradient, add) -> None:
+    """Call `add(key, param, gradient, place)` for each float leaf of `tree` with a gradient
+    (a module-level function: a recursive closure would keep the arrays alive until the next
+    garbage collection). It ends where the model has a cycle: the gradient is a finite tree."""
+    if gradient is None:  # nothing of the model has a gradient: nothing to update
+        return
+    _check_mirrors(tree, gradient)
+    for key, value in children(tree):
+        part = child(gradient, key)
+        if part is None:
+            continue
+        if isinstance(value, np.ndarray) and is_differentiable(value):
+            add(id(value), value, part, None)
+        elif type(value) is float or isinstance(value, np.generic) and is_differentiable(value):
+            add((id(tree), key), value, part, (tree, key))
+        else:
+            _pair(value, part, add)
+
+
+def _check_mirrors(tree, gradient) -> None:
+    """Refuse a gradient that is not this model's: a tuple from `gradient(...)` for a model, a
+    `Tangent` of another class."""
+    if isinstance(gradient, Tangent):
+        fits = is_struct(tree) and tangent_type(gradient) is type(tree)
+    elif isinstance(gradient, dict):
+        fits = isinstance(tree, dict)
+    elif isinstance(gradient, (list, tuple)):
+        fits = isinstance(tree, (list, tuple)) and is_namedtuple(tree) == is_namedtuple(gradient) and len(tree) == len(gradient)
+    else:
+        fits = False
+    if not fits:
+        raise AdjointError(
+            f"the gradient does not mirror the model: a {_kind(gradient)} for a {_kind(tree)}. Pass the "
+            "model's own gradient (from `grad(loss)(model)`; `gradient(loss, model, x)` returns a tuple: "
+            "take its first entry)"
+        )
+
+
+def _kind(value) -> str:
+    return f"Tangent of {tangent_type(value).__name__}" if isinstance(value, Tangent) else type(value).__name__
 
 
 def _replace(container, key, value):

@@ -86,7 +86,9 @@ def _refuse_stray_fields(arg, cotangent, parts):
 
 
 def _refuse_gradient_into_function(arg, cotangent, path):
-    if _nonzero(cotangent):
+    """An int, a bool array or a string has no gradient to hand back (what arithmetic sent it
+    is dropped); a stored function that closes over the model would need one."""
+    if callable(arg) and _nonzero(cotangent):
         raise AdjointError(
             f"a gradient reached `{path.lstrip('.') or 'the argument'}`, a {type(arg).__name__} that closes over "
             "differentiable values: adjoint cannot hand a gradient back into a stored function. Make it "

@@ -35,24 +35,30 @@ from .tree import children, is_tree_with_floats, path_of
 
 
 def frozen_fields(obj) -> frozenset:
-    """The names of `obj`'s fields its class declares frozen (not trainable)."""
+    """The names of `obj`'s fields its class declares frozen (not trainable). A name in
+    `__trainable__` that is not a field is refused: a typo would freeze everything else."""
     cls = type(obj)
-    if not _declares(cls):
-        return frozenset()
-    frozen = set()
     declared = getattr(cls, "__trainable__", None)
-    if declared is not None:
-        frozen |= set(fields_of(obj)) - set((declared,) if isinstance(declared, str) else declared)
-    if dataclasses.is_dataclass(cls):
-        frozen |= {f.name for f in dataclasses.fields(cls) if f.metadata.get("trainable", True) is False}
-    return frozenset(frozen)
+    metadata = _frozen_by_metadata(cls)
+    if declared is None:
+        return metadata
+    declared = (declared,) if isinstance(declared, str) else tuple(declared)
+    fields = fields_of(obj)
+    unknown = [name for name in declared if name not in fields]
+    if unknown:
+        raise AdjointError(
+            f"`{cls.__qualname__}.__trainable__` names {', '.join(map(repr, unknown))}, which "
+            f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of the object (its fields: {', '.join(fields)})"
+        )
+    return frozenset(set(fields) - set(declared)) | metadata
 
 
 @functools.lru_cache(maxsize=None)
-def _declares(cls) -> bool:
-    return hasattr(cls, "__trainable__") or dataclasses.is_dataclass(cls) and any(
-        f.metadata.get("trainable", True) is False for f in dataclasses.fields(cls)
-    )
+def _frozen_by_metadata(cls) -> frozenset:
+    """A dataclass's fields whose metadata says `trainable: False` (fixed when it is made)."""
+    if not dataclasses.is_dataclass(cls):
+        return frozenset()
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("trainable", True) is False)
 
 
 def parse_path(text: str) -> list:

@@ -195,10 +195,17 @@ def zeros_for_none(pullback, args, wrt):
     def zero_filled_pullback(g):
         cotangents = registry.padded(pullback(g), len(args))
         return tuple(
-            zeros_like(args[i]) if c is None and i in wrt else c for i, c in enumerate(cotangents)
+            _zero(args[i]) if c is None and i in wrt else c for i, c in enumerate(cotangents)
         )
 
     return zero_filled_pullback
+
+
+def _zero(value):
+    """A zero cotangent for an argument generated code differentiates: 0 for an int (a model's
+    size field used in arithmetic), so the code's arithmetic on it goes on."""
+    zero = zeros_like(value)
+    return 0 if zero is None and isinstance(value, (int, np.integer)) else zero
 
 
 def _truncated(pullback, count):

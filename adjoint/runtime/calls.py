@@ -116,6 +116,10 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
         method = getattr(receiver, name)
         if isinstance(method, types.MethodType) and isinstance(method.__func__, types.FunctionType):
             return vjp(wrt, method.__func__, method.__self__, *args, **kwargs)
+    if 0 in wrt and not (is_struct(receiver) or isinstance(receiver, (dict, list, tuple))) and not _carries_gradient(
+        receiver
+    ):  # a library's object holding no floats (`self.rng.normal(...)`): nothing flows into it
+        wrt = tuple(i for i in wrt if i > 0)
     if 0 in wrt and (is_struct(receiver) or is_namedtuple(receiver)):
         attribute = inspect.getattr_static(type(receiver), name, None)
         if name in getattr(receiver, "__dict__", ()) or not isinstance(
