@@ -170,6 +170,8 @@ def source(f, wrt=None, *, args=None, freeze=None) -> str:
         positions = tuple(range(f.__code__.co_argcount))
     else:
         positions = _positions(wrt)
+        if f.__code__.co_flags & 0x04 == 0 and any(i >= f.__code__.co_argcount for i in positions):
+            raise AdjointError(f"wrt names argument {max(positions)}, but {_name(f)} has {f.__code__.co_argcount} parameters")
     spec = ()
     if args is not None:
         positions = tuple(i for i in positions if i < len(args) and arguments.carries_gradient(args[i], i, f))

@@ -28,7 +28,11 @@ def structure(arg, cotangent, frozen=frozenset(), project=arguments.project):
     >>> structure({"W": np.ones(2), "n": 3, "b": 0.5}, {"W": np.array([1.0, 2.0])})
     {'W': array([1., 2.]), 'n': None, 'b': 0.0}
     """
-    return _Completion(frozen, project).complete(arg, cotangent, "")
+    result = _Completion(frozen, project).complete(arg, cotangent, "")
+    if result is None and "" not in frozen and tree.is_tree_with_floats(arg):  # all frozen: still `g.layers`
+        result = structs.Tangent(type(arg), {}) if structs.is_struct(arg) else tree.rebuild(arg, {})
+        result = tree.rebuild(result, {key: None for key, _ in tree.children(arg)})
+    return result
 
 
 class _Completion:

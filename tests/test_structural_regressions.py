@@ -16,6 +16,7 @@ from adjoint import AdjointError, Tangent
 from adjoint.arguments import carries_gradient
 from adjoint.optim import SGD
 from adjoint.runtime.building import construct
+from adjoint.testing import check_grad
 
 
 # ---- 1. construct: one value stored in two fields gets only the first field's cotangent -------------
@@ -289,3 +290,232 @@ def test_a_complex_value_inside_a_container_is_refused_like_a_complex_argument()
     # back a 0-d complex array for a Python complex.
     with pytest.raises(AdjointError, match="complex"):
         carries_gradient({"z": 1 + 1j, "x": 2.0}, 0, len)
+
+
+# ---- from the second review -----------------------------------------------------------------------------
+
+X2 = np.array([3.0, 4.0])
+
+
+@dataclasses.dataclass
+class Gaussian:
+    mean: float
+    log_std: float
+
+    def __add__(self, other):
+        return Gaussian(self.mean + other.mean, 0.5 * np.log(np.exp(2 * self.log_std) + np.exp(2 * other.log_std)))
+
+
+def test_an_operator_on_user_objects_is_refused_not_treated_as_numbers():
+    with pytest.raises(AdjointError, match="`Gaussian` object was used in arithmetic"):
+        adjoint.gradient(lambda a, b: (a + b).log_std, Gaussian(0.0, 0.0), Gaussian(1.0, 0.7))
+
+
+class Skipping:
+    """Iterates over its enabled layers only, so `seq[i]` is not the i-th item iterated."""
+
+    def __init__(self, layers, enabled):
+        self.layers, self.enabled = layers, enabled
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __iter__(self):
+        return iter([layer for layer, on in zip(self.layers, self.enabled) if on])
+
+
+def test_iterating_an_object_whose_items_are_not_its_getitem_is_refused():
+    def loss(seq):
+        total = 0.0
+        for layer in seq:
+            total = total + np.sum(layer * X2)
+        return total
+
+    with pytest.raises(AdjointError, match="gives other items than"):
+        adjoint.grad(loss)(Skipping([np.ones(2), np.ones(2)], [False, True]))
+    g = adjoint.grad(loss)(Skipping([np.ones(2), np.ones(2)], [True, True]))
+    np.testing.assert_allclose(g.layers[0], X2)
+
+
+class OnlyIter:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __iter__(self):
+        return iter([self.a, self.b])
+
+
+def test_unpacking_an_object_without_getitem_is_refused_not_zero():
+    def loss(pair):
+        a, b = pair
+        return np.sum(a * b)
+
+    with pytest.raises(AdjointError, match="through its `__getitem__`"):
+        adjoint.grad(loss)(OnlyIter(np.ones(2), X2.copy()))
+
+
+class Module:
+    """Parameters behind `__getattr__`, as PyTorch modules keep them."""
+
+    def __init__(self, **params):
+        object.__setattr__(self, "_params", dict(params))
+
+    def __getattr__(self, name):
+        try:
+            return self._params[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class ClassLevel:
+    W = np.array([1.0, -2.0])
+
+    def __call__(self, x):
+        return np.sum(np.tanh(x * self.W))
+
+
+def test_implicit_parameters_behind_getattr_and_in_class_attributes():
+    module = Module(W=np.array([1.0, 2.0]))
+    gs = adjoint.gradient(lambda: np.sum(np.sin(module.W)), adjoint.params(module))
+    np.testing.assert_allclose(gs[module.W], np.cos(module.W))
+    shared = ClassLevel()
+    gs = adjoint.gradient(lambda: shared(X2), adjoint.params(ClassLevel.W))
+    np.testing.assert_allclose(gs[ClassLevel.W], X2 * (1 - np.tanh(X2 * ClassLevel.W) ** 2))
+
+
+class Scaled:
+    __trainable__ = ("W",)
+
+    def __init__(self, W, s):
+        self.W, self.s = W, s
+
+    def objective(self):
+        return np.sum(self.W * self.s ** 2)
+
+
+def test_implicit_parameters_asked_for_are_not_frozen_by_the_class():
+    m = Scaled(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    gs = adjoint.gradient(m.objective, adjoint.params(m.W, m.s))
+    np.testing.assert_allclose(gs[m.s], 2 * m.W * m.s)
+
+
+def test_tree_utilities_see_the_gradients_of_grads():
+    W = np.array([0.3, 0.4])
+    gs = adjoint.gradient(lambda: np.sum(W * W), adjoint.params(W))
+    (leaf,) = adjoint.tree_leaves(gs)
+    np.testing.assert_allclose(leaf, 2 * W)
+    halved = adjoint.tree_map(lambda g: g / 2, gs)
+    assert isinstance(halved, adjoint.Grads)
+    np.testing.assert_allclose(halved[W], W)
+    SGD(lr=1.0).step(None, halved)
+    np.testing.assert_allclose(W, [0.0, 0.0])
+
+
+def test_optimizer_state_follows_the_array_not_its_id():
+    model = {"w": np.array([1.0, 2.0])}
+    opt = adjoint.optim.Adam(lr=0.1)
+    for _ in range(20):
+        opt.step(model, adjoint.grad(lambda m: np.sum(m["w"] ** 2))(model))
+        assert len(opt.state) == 1 and opt.state[id(model["w"])][0] == 1  # a new array starts afresh
+        model["w"] = np.array(model["w"])  # replaced by a new array each step
+
+
+def test_optimizer_refuses_a_gradient_that_is_not_the_models():
+    layer = Plain(np.ones(2))
+    grads = adjoint.gradient(lambda m, x: np.sum(m.W * x), layer, X2)  # a tuple: (layer's, x's)
+    with pytest.raises(AdjointError, match="does not mirror the model"):
+        SGD(lr=0.1).step(layer, grads)
+
+
+def test_trainable_declarations_are_read_afresh_and_checked():
+    class Late:
+        def __init__(self, W, b):
+            self.W, self.b = W, b
+
+    model = Late(np.ones(2), np.ones(2))
+    assert adjoint.grad(lambda m: np.sum(m.W + m.b))(model).b is not None
+    Late.__trainable__ = ("W",)
+    assert adjoint.grad(lambda m: np.sum(m.W + m.b))(model).b is None
+    Late.__trainable__ = ("Wt",)
+    with pytest.raises(AdjointError, match="names 'Wt', which is not a field"):
+        adjoint.grad(lambda m: np.sum(m.W + m.b))(model)
+
+
+class Attention:
+    def __init__(self, W, heads, mask):
+        self.W, self.heads, self.mask = W, heads, mask
+
+    def __call__(self, x):
+        return np.sum(x * self.W / self.heads * self.mask) + np.sum(x.reshape(self.heads * 2))
+
+
+def test_int_and_bool_fields_in_float_arithmetic_get_no_gradient():
+    model = Attention(np.array([1.0, 2.0, 3.0, 4.0]), 2, np.array([True, False, True, True]))
+    g = adjoint.grad(lambda m: m(np.ones(4)))(model)
+    np.testing.assert_allclose(g.W, [0.5, 0.0, 0.5, 0.5])
+    assert g.heads is None and g.mask is None
+
+
+class Forwarding:
+    def __init__(self, W):
+        self.W = W
+
+    def forward(self, x, scale=1.0):
+        return np.tanh(x * self.W) * scale
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+
+def test_a_forwarding_call_with_star_arguments():
+    check_grad(lambda m, x: np.sum(m(x, scale=2.0)), Forwarding(np.array([0.3, -0.2])), X2.copy())
+
+
+def test_a_model_built_inside_from_a_star_of_layers():
+    class Chain:
+        def __init__(self, *layers):
+            self.layers = list(layers)
+
+    def loss(W1, W2):
+        chain = Chain(Plain(W1), Plain(W2))
+        return np.sum(chain.layers[0].W * chain.layers[1].W)
+
+    check_grad(loss, np.array([1.0, 2.0]), np.array([3.0, -1.0]))
+
+
+def test_getattr_with_a_constant_name_is_an_attribute_read():
+    g = adjoint.grad(lambda m: np.sum(getattr(m, "W") * X2))(Plain(np.ones(2)))
+    np.testing.assert_allclose(g.W, X2)
+
+
+def test_tangents_scale_subtract_and_negate_leaf_by_leaf():
+    g = Tangent(Plain, W=np.array([2.0, 4.0]), name=None)
+    np.testing.assert_allclose((0.5 * g).W, [1.0, 2.0])
+    np.testing.assert_allclose((g / 2).W, [1.0, 2.0])
+    np.testing.assert_allclose((g - g).W, [0.0, 0.0])
+    assert (-g).name is None
+
+
+def test_source_refuses_a_position_beyond_the_parameters():
+    with pytest.raises(AdjointError, match="wrt names argument 5"):
+        adjoint.source(lambda a, b: a * b, wrt=5)
+
+
+def test_a_deep_linked_structure_is_completed():
+    class Link:
+        def __init__(self, w, next_):
+            self.w, self.next = w, next_
+
+    head = None
+    for _ in range(400):
+        head = Link(1.0, head)
+
+    def total(link):
+        s = 0.0
+        while link is not None:
+            s = s + link.w
+            link = link.next
+        return s
+
+    g = adjoint.grad(total)(head)
+    assert g.w == 1.0 and g.next.next.w == 1.0

@@ -205,8 +205,9 @@ def test_a_frozen_subtree_gets_none_even_if_a_cotangent_reached_it():
     np.testing.assert_array_equal(g["b"], [1.0])
 
 
-def test_everything_frozen_is_none():
-    assert structure({"W": np.ones(1)}, None, frozenset({"['W']"})) is None
+def test_everything_frozen_still_mirrors_the_argument():
+    # so `g["W"]` (or `g.layers`) can be read, and is None
+    assert structure({"W": np.ones(1), "n": 2}, None, frozenset({"['W']"})) == {"W": None, "n": None}
 
 
 # ---- carries_gradient -------------------------------------------------------------------------------------

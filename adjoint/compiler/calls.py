@@ -127,12 +127,21 @@ class CallAdjoints:
     def _star_call(self, stmt, target, call, callee):
         """`f(a, *xs, **d)` as `adj.star_vjp(f, (a, xs), (1,), d)`: the pullback returns one
         cotangent per part (a tuple for `xs`) and a dict for `d`."""
-        if isinstance(call.func, gast.Name) and call.func.id in self.varied or callee.method:
-            self._unsupported(stmt, call, "a starred call of a method or of a function that closes over "
-                              "differentiable values is not supported yet", "pass the arguments by position")
+        if isinstance(call.func, gast.Name) and call.func.id in self.varied:
+            self._unsupported(stmt, call, "a starred call of a function that closes over differentiable "
+                              "values is not supported yet", "pass the arguments by position")
             return
         parts = [a.value if isinstance(a, gast.Starred) else a for a in call.args]
         spread = [i for i, a in enumerate(call.args) if isinstance(a, gast.Starred)]
+        if callee.method:  # `self.forward(*args, **kwargs)`: the method's function, the receiver first
+            receiver = call.func.value
+            if not isinstance(receiver, gast.Name):
+                self._unsupported(stmt, call, "adjoint cannot follow the gradient into this method's receiver",
+                                  "assign the receiver to a name first")
+                return
+            function = syntax.call(f"{self.alias}.method_function", [receiver, syntax.const(call.func.attr)])
+            call = syntax.call(function, call.args, call.keywords)
+            parts, spread = [receiver] + parts, [i + 1 for i in spread]
         double = [k.value for k in call.keywords if k.arg is None]
         named = [k for k in call.keywords if k.arg is not None]
         if len(double) > 1 or any(syntax.load_names(k.value) & self.varied for k in named):

@@ -32,6 +32,7 @@ After:   h_matmul = x @ W
 
 from __future__ import annotations
 
+import builtins
 import types
 
 import gast
@@ -269,6 +270,8 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
 
     def _call(self, expr, hint):
         func = expr.func
+        if self._is_constant_getattr(expr):  # `getattr(self, "W")` is `self.W`
+            return syntax.attr(self.atom(expr.args[0], hint), expr.args[1].value)
         if isinstance(func, gast.Name) and func.id == "super" and not expr.args and self._first_parameter:
             # `super()` reads the method's class and its first parameter: say so, as Python does
             expr = syntax.call("super", [syntax.name("__class__"), syntax.name(self._first_parameter)])
@@ -302,6 +305,14 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
             return False
         module = self.ctx.lookup_global(root)
         return isinstance(module, types.ModuleType) and module.__name__.split(".")[0] in _LIBRARIES
+
+    def _is_constant_getattr(self, expr) -> bool:
+        args = expr.args
+        return (
+            isinstance(expr.func, gast.Name) and expr.func.id == "getattr" and "getattr" not in self.local_names
+            and self.ctx.lookup_global("getattr") is builtins.getattr and len(args) == 2 and not expr.keywords
+            and isinstance(args[1], gast.Constant) and isinstance(args[1].value, str) and args[1].value.isidentifier()
+        )
 
     def _is_model(self, func) -> bool:
         """`func` is a method of a global or closure variable holding an object or container of

@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from ..errors import AdjointError  # noqa: F401  (importable from here, as it always was)
-from .calls import check_unshared, closure_vjp, method_vjp, star_vjp, unbound, unconcat
+from .calls import check_unshared, closure_vjp, method_function, method_vjp, star_vjp, unbound, unconcat
 from .cotangents import (
     RuleError, add, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
     zeros_like,
@@ -72,6 +72,7 @@ __all__ = [
     "construct_vjp",
     "Tangent",
     "method_vjp",
+    "method_function",
     "star_vjp",
     "unconcat",
     "unbound",

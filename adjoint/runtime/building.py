@@ -47,30 +47,30 @@ def construct(cls, args, keywords):
     for key, value in [*enumerate(args), *keywords.items()]:
         if where.get(key) is _AGAIN:
             continue
-        if _carries_float(value) and not any(stored.get(name) is value for name in where.get(key, ())):
+        if _carries_float(value) and not any(_at(stored, place) is value for place in where.get(key, ())):
             raise RuleError(
                 f"`{cls.__qualname__}(...)` does not store its argument {_argument(key)} unchanged in a field, "
                 "so adjoint cannot follow its gradient: create the object outside the differentiated function, "
                 "or store the argument as it is and compute with it in a method"
             )
-    mapped = {name for names in where.values() for name in names}
-    constants = _constant_fields(cls, obj, stored, mapped)
+    places = {place for found in where.values() for place in found}
+    constants = _constant_fields(cls, obj, stored, {p for p in places if isinstance(p, str)})
 
     def construct_pullback(g):
         fields = _fields_of_cotangent(g)
         for name, part in fields.items():
-            if name not in mapped and name not in constants and part is not None and _carries_float(stored.get(name)):
-                raise RuleError(
-                    f"a gradient reached the field `{name}` of a `{cls.__qualname__}` built in differentiated code, "
-                    "which its constructor computed rather than stored from an argument: adjoint cannot follow "
-                    "it. Pass the value as an argument, or compute it in a method or property"
-                )
+            for place, part_here in _unmapped_parts(name, part, stored.get(name), places):
+                if place not in constants and part_here is not None and _carries_float(_at(stored, place)):
+                    raise RuleError(
+                        f"a gradient reached the field `{name}` of a `{cls.__qualname__}` built in differentiated "
+                        "code, which its constructor computed rather than stored from an argument: adjoint cannot "
+                        "follow it. Pass the value as an argument, or compute it in a method or property"
+                    )
 
         def bar(key, value):
-            parts = [fields.get(name) for name in where.get(key, ())]
             total = None
-            for part in parts:
-                total = add(total, part)
+            for place in where.get(key, ()):
+                total = add(total, _at(fields, place))
             return None if key not in where else item_bar({"": total}, "", value)
 
         arg_bars = tuple(bar(i, a) for i, a in enumerate(args))
@@ -113,8 +113,32 @@ def _fields_by_identity(stored, args, keywords) -> dict:
             where[key] = _AGAIN  # the same object passed again: its cotangent goes to its first place
             continue
         taken.add(id(value))
-        where[key] = tuple(name for name, field in stored.items() if field is value)
+        where[key] = tuple(
+            place for name, field in stored.items() for place in (
+                [name] if field is value
+                else [(name, i) for i, item in enumerate(field) if item is value] if type(field) in (list, tuple)
+                else []
+            )
+        )
     return where
+
+
+def _at(fields, place):
+    """What `fields` (a dict of fields or of their cotangents) holds at `place`: a field's name,
+    or `(name, i)` for item `i` of a list or tuple field (`self.layers = list(layers)`)."""
+    if isinstance(place, str):
+        return fields.get(place)
+    container = fields.get(place[0])
+    return container[place[1]] if isinstance(container, (list, tuple)) and place[1] < len(container) else None
+
+
+def _unmapped_parts(name, part, stored, places):
+    """`(place, cotangent)` for the parts of field `name`'s cotangent no argument was stored in."""
+    if name in places or part is None:
+        return []
+    if type(stored) in (list, tuple) and isinstance(part, (list, tuple)) and any(p[0] == name for p in places if isinstance(p, tuple)):
+        return [((name, i), item) for i, item in enumerate(part) if (name, i) not in places]
+    return [(name, part)]
 
 
 def _constant_fields(cls, obj, stored, mapped) -> set:

@@ -143,6 +143,25 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
     return value, lambda g: (None, *pullback(g))
 
 
+def method_function(receiver, name):
+    """The function `receiver.name(...)` calls with the receiver first, for a starred method
+    call (`self.forward(*args, **kwargs)`, `x.reshape(*shape)`).
+
+    >>> method_function(np.ones(2), "sum") is np.ndarray.sum
+    True
+    """
+    method = getattr(receiver, name)
+    function = getattr(method, "__func__", None)
+    if getattr(method, "__self__", None) is receiver and function is not None:
+        return function  # a Python method
+    if isinstance(receiver, (np.ndarray, np.generic)) and getattr(np.ndarray, name, None) is not None:
+        return getattr(np.ndarray, name)
+    raise RuleError(
+        f"`{type(receiver).__name__}.{name}` is not a method of the object (a field holding a function?): "
+        "adjoint follows starred calls of methods only; pass the arguments by position"
+    )
+
+
 def _into_field(cotangents, receiver, name):
     """`(field_value_bar, *arg_bars)` as `(receiver_bar, *arg_bars)`."""
     return (field_bar(cotangents[0], receiver, name), *cotangents[1:])

@@ -35,6 +35,9 @@ class Tangent:
     (array([1., 1.]), None)
     >>> g
     Tangent[Dense](W=array([1., 1.]), size=None)
+
+    Gradients add (`g + h`, `sum(gs)`), subtract, negate, and scale by numbers (`0.5 * g`,
+    `g / n`), leaf by leaf; `None` stays `None`.
     """
 
     __slots__ = ("_Tangent__type", "_Tangent__fields")
@@ -65,12 +68,40 @@ class Tangent:
     def __radd__(self, other):  # `sum(tangents)` starts from 0
         return self if other == 0 or other is None else NotImplemented
 
+    def __sub__(self, other):
+        return self + -other if isinstance(other, Tangent) else NotImplemented
+
+    def __neg__(self):
+        return _each_leaf(self, lambda leaf: -leaf)
+
+    def __mul__(self, scale):  # `0.5 * g`: every leaf scaled
+        return _each_leaf(self, lambda leaf: leaf * scale) if np.ndim(scale) == 0 and not isinstance(scale, Tangent) else NotImplemented
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, scale):
+        return _each_leaf(self, lambda leaf: leaf / scale) if np.ndim(scale) == 0 and not isinstance(scale, Tangent) else NotImplemented
+
     def __add__(self, other):
         """Field by field, a field absent from one side counting as zero (`cotangents.add`)."""
         if not isinstance(other, Tangent):
             return NotImplemented
         mine, theirs = self.__fields, tangent_fields(other)
         return Tangent(self.__type, {name: add(mine.get(name), theirs.get(name)) for name in {**mine, **theirs}})
+
+
+def _each_leaf(value, op):
+    """`value` (a cotangent: a Tangent, containers, None) with `op` applied to each leaf."""
+    if value is None:
+        return None
+    if isinstance(value, Tangent):
+        return Tangent(tangent_type(value), {k: _each_leaf(v, op) for k, v in tangent_fields(value).items()})
+    if isinstance(value, dict):
+        return {k: _each_leaf(v, op) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        parts = [_each_leaf(v, op) for v in value]
+        return type(value)._make(parts) if hasattr(type(value), "_fields") else type(value)(parts)
+    return op(value)
 
 
 def tangent_type(g) -> type:
