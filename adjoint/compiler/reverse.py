@@ -225,8 +225,10 @@ class _Reverse(calls.CallAdjoints):
                 syntax.call(f"{self.alias}.item_bar", [syntax.name(bar), syntax.copy_node(k), syntax.copy_node(v)]) for k, v in entries]))
         elif isinstance(value, (gast.Tuple, gast.List)):
             self.forward.append(stmt)
-            count = len(value.elts)
-            self._adjoint(stmt, target, value.elts, lambda bar: ([], [syntax.subscript(syntax.name(bar), i) for i in range(count)]))
+            items = list(value.elts)  # a sequence's cotangent holds None for the items nothing reached
+            self._adjoint(stmt, target, items, lambda bar: ([], [
+                syntax.call(f"{self.alias}.item_bar", [syntax.name(bar), syntax.const(i), syntax.copy_node(e)])
+                for i, e in enumerate(items)]))
         else:
             self._unsupported(stmt, value, "adjoint cannot differentiate this expression")
 

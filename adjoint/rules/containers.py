@@ -24,7 +24,7 @@ def setitem_rrule(x, index, value):
 @rrule(adj.append)
 def append_rrule(lst, v):
     def append_pullback(g):
-        bars = adj.append_bar(g)
+        bars = adj.append_bar(g, v)
         return bars[0], bars[1]
 
     return adj.append(lst, v), append_pullback

@@ -62,16 +62,16 @@ def unpack_bar(parts, x):
 def buffer_like(x):
     """A fresh zero cotangent of `x` that `scatter_add` adds into in place.
 
-    An array or NumPy scalar gets a float array of its shape, a tuple or list a list, a dict
-    a dict.
+    An array or NumPy scalar gets a float array of its shape, a tuple or list a list of
+    `None` (zero: an item nothing flowed into costs nothing), a dict an empty dict.
 
     >>> buffer_like((1.0, np.ones(2), 3))
-    [0.0, array([0., 0.]), None]
+    [None, None, None]
     """
     if isinstance(x, (tuple, list)):
-        return [zeros_like(v) for v in x]
+        return [None] * len(x)
     if isinstance(x, dict):
-        return {k: zeros_like(v) for k, v in x.items()}
+        return {}
     if is_struct(x):
         return _ObjectBuffer(x)
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
@@ -219,17 +219,17 @@ def setitem_bar(g, x, index, value):
 def _list_setitem_bar(g, x, index, value):
     if not isinstance(index, slice):
         x_bar = list(g)
-        x_bar[index] = zeros_like(x[index])
-        return x_bar, g[index]
+        x_bar[index] = None
+        return x_bar, zeros_like(value) if g[index] is None else g[index]
     positions = range(len(x))[index]
     if positions.step == 1:  # `x[a:b] = v` replaces a run, perhaps by one of another length
         start, inserted = positions.start, len(g) - len(x) + len(positions)
-        x_bar = list(g[:start]) + [zeros_like(v) for v in x[index]] + list(g[start + inserted :])
+        x_bar = list(g[:start]) + [None] * len(positions) + list(g[start + inserted :])
         parts = g[start : start + inserted]
     else:
         x_bar = list(g)
         for position in positions:
-            x_bar[position] = zeros_like(x[position])
+            x_bar[position] = None
         parts = [g[position] for position in positions]
     return x_bar, unpack_bar(parts, value)
 
@@ -273,12 +273,13 @@ def append(lst, v):
     return lst + [v]
 
 
-def append_bar(g):
-    """Cotangents `(lst_bar, v_bar)` of `lst_1 = append(lst, v)`, given `lst_1`'s `g`.
+def append_bar(g, v):
+    """Cotangents `(lst_bar, v_bar)` of `lst_1 = append(lst, v)`, given `lst_1`'s `g` (whose
+    items may be None: zero).
 
-    >>> append_bar([1.0, 2.0, 3.0])
-    ([1.0, 2.0], 3.0)
+    >>> append_bar([1.0, 2.0, 3.0], 0.5), append_bar([1.0, None], np.ones(2))
+    (([1.0, 2.0], 3.0), ([1.0], array([0., 0.])))
     """
     if g is None:
-        return None, None
-    return g[:-1], g[-1]
+        return None, zeros_like(v)
+    return g[:-1], zeros_like(v) if g[-1] is None else g[-1]

@@ -40,7 +40,7 @@ def test_setitem_rule_refuses_repeated_indices_in_the_pullback():
 
 def test_setitem_rule_on_a_list_and_a_dict():
     _, back = lookup(adj.setitem).rrule([1.0, 2.0], 0, 5.0)
-    assert back([3.0, 4.0]) == ([0.0, 4.0], None, 3.0)
+    assert back([3.0, 4.0]) == ([None, 4.0], None, 3.0)  # the overwritten item: zero (None)
     _, back = lookup(adj.setitem).rrule({"a": 1.0}, "a", 5.0)
     assert back({"a": 3.0}) == ({"a": 0.0}, None, 3.0)
 
