@@ -11,9 +11,10 @@ zero wherever cotangents are added. No helper updates its arguments, except `sca
 which adds into a buffer its caller owns.
 
 The helpers live by concept in `cotangents` (zeros, sums, broadcasting, reductions),
-`linear` (products, transposes, layouts), `indexing` (items, buffers, containers) and `calls`
-(closures, methods and starred calls); `vjp`, the one way into another function's pullback,
-is here, with the hook it reaches the compiler through.
+`linear` (products, transposes, layouts), `indexing` (items, buffers, containers), `calls`
+(closures and starred calls), `methods` (dispatch on the receiver's type), `structs` and
+`building` (objects' cotangents, and objects built in differentiated code); `vjp`, the one
+way into another function's pullback, is here, with the hook it reaches the compiler through.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import types
 import numpy as np
 
 from ..errors import AdjointError  # noqa: F401  (importable from here, as it always was)
-from .calls import check_unshared, closure_vjp, method_function, method_vjp, star_vjp, unbound, unconcat
+from .calls import check_unshared, closure_vjp, star_vjp, unbound, unconcat
+from .methods import method_function, method_vjp
 from .cotangents import (
     RuleError, add, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
     zeros_like,

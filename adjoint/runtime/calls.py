@@ -1,4 +1,5 @@
-"""Calls whose differentiation generated code leaves to run time: closures, methods, `*args`.
+"""Calls whose differentiation generated code leaves to run time: closures and `*args` (methods
+are in `methods`).
 
 Each helper calls the function and returns `(value, pullback)`, like `vjp`; what its pullback
 returns is stated in its docstring. A function's cotangent is a dict from the names it closes
@@ -16,7 +17,7 @@ import numpy as np
 from .cotangents import RuleError, add, is_differentiable, zeros_like
 from .indexing import unpack_bar
 from .building import construct, is_constructible
-from .structs import field_bar, fields_of, is_namedtuple, is_struct
+from .structs import fields_of, is_struct
 
 
 def closure_vjp(wrt, fn, /, *args, **kwargs):
@@ -89,82 +90,6 @@ def _defaulted(fn, args, kwargs) -> dict:
         for position in range(max(first, len(args)), code.co_argcount)
         if names[position] not in kwargs and _carries_gradient(fn.__defaults__[position - first])
     }
-
-
-def method_vjp(wrt, receiver, name, /, *args, **kwargs):
-    """Call the method `receiver.name(*args, **kwargs)`, whatever the receiver's type.
-
-    `wrt` numbers the receiver 0 and the arguments from 1; the pullback returns `(receiver_bar,
-    *arg_bars)`. An array's method is differentiated by its rule; a dict's `get`, `values`
-    and `items` route cotangents to its entries; any other object's method is differentiated
-    as a function of the object and its arguments, so the object gets a `Tangent`. A field
-    holding something callable (`self.layer(x)`, `self.activation(h)`) is called as a closure
-    and its cotangent goes to that field.
-
-    >>> import numpy as np
-    >>> value, back = method_vjp((0,), np.array([1.0, 2.0]), "sum")
-    >>> back(2.0)
-    (array([2., 2.]),)
-    """
-    from . import vjp  # noqa: PLC0415
-
-    if isinstance(receiver, (np.ndarray, np.generic)):
-        return vjp(wrt, getattr(receiver, name), *args, **kwargs)
-    if type(receiver) is dict and name in _DICT_METHODS:
-        return _DICT_METHODS[name](receiver, *args, **kwargs)
-    if isinstance(receiver, super):  # `super().forward(x)`: a base class's method, on the object
-        method = getattr(receiver, name)
-        if isinstance(method, types.MethodType) and isinstance(method.__func__, types.FunctionType):
-            return vjp(wrt, method.__func__, method.__self__, *args, **kwargs)
-    if 0 in wrt and not (is_struct(receiver) or isinstance(receiver, (dict, list, tuple))) and not _carries_gradient(
-        receiver
-    ):  # a library's object holding no floats (`self.rng.normal(...)`): nothing flows into it
-        wrt = tuple(i for i in wrt if i > 0)
-    if 0 in wrt and (is_struct(receiver) or is_namedtuple(receiver)):
-        attribute = inspect.getattr_static(type(receiver), name, None)
-        if name in getattr(receiver, "__dict__", ()) or not isinstance(
-            attribute, (types.FunctionType, staticmethod, classmethod)
-        ):  # a field holding something callable, or a property returning it
-            value, pullback = closure_vjp(wrt, getattr(receiver, name), *args, **kwargs)
-            return value, lambda g: _into_field(pullback(g), receiver, name)
-        if isinstance(attribute, types.FunctionType):
-            return vjp(wrt, attribute, receiver, *args, **kwargs)
-        wrt = tuple(i for i in wrt if i > 0)  # a static or class method: the receiver is not an input
-    if 0 in wrt:
-        value = getattr(receiver, name)(*args, **kwargs)
-        if not _carries_gradient(value):  # `xs.count(x)`, `xs.index(x)`: nothing flows back
-            inputs = (receiver, *args)
-            return value, lambda g: tuple(zeros_like(v) if i in wrt else None for i, v in enumerate(inputs))
-        raise RuleError(
-            f"the gradient would have to flow into the `{type(receiver).__name__}` whose method `{name}` "
-            "is called, and adjoint cannot follow it there: call a function on its items instead"
-        )
-    value, pullback = vjp(tuple(i - 1 for i in wrt), getattr(receiver, name), *args, **kwargs)
-    return value, lambda g: (None, *pullback(g))
-
-
-def method_function(receiver, name):
-    """The function `receiver.name(...)` calls with the receiver first, for a starred method
-    call (`self.forward(*args, **kwargs)`, `x.reshape(*shape)`).
-
-    >>> method_function(np.ones(2), "sum") is np.ndarray.sum
-    True
-    """
-    method = getattr(receiver, name)
-    function = getattr(method, "__func__", None)
-    if getattr(method, "__self__", None) is receiver and function is not None:
-        return function  # a Python method
-    if isinstance(receiver, (np.ndarray, np.generic)) and getattr(np.ndarray, name, None) is not None:
-        return getattr(np.ndarray, name)
-    raise RuleError(
-        f"`{type(receiver).__name__}.{name}` is not a method of the object (a field holding a function?): "
-        "adjoint follows starred calls of methods only; pass the arguments by position"
-    )
-
-
-def _into_field(cotangents, receiver, name):
-    """`(field_value_bar, *arg_bars)` as `(receiver_bar, *arg_bars)`."""
-    return (field_bar(cotangents[0], receiver, name), *cotangents[1:])
 
 
 def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
@@ -393,43 +318,3 @@ def check_unshared(updated, others, name, other_names, where):
                 f"afterwards, and adjoint updates a copy: copy the view (`{other_name} = ...copy()`) or "
                 f"update `{name}` after the last use of `{other_name}`"
             )
-
-
-# ---- dict methods -----------------------------------------------------------------------------
-
-def _dict_get(d, key, default=None):
-    value = d.get(key, default)
-
-    def get_pullback(g):
-        d_bar = {k: zeros_like(v) for k, v in d.items()}
-        if key in d:
-            d_bar[key] = g
-            return d_bar, None, None
-        return d_bar, None, g
-
-    return value, get_pullback
-
-
-def _dict_values(d):
-    keys = list(d)
-
-    def values_pullback(g):
-        return ({k: (zeros_like(d[k]) if part is None else part) for k, part in zip(keys, g)},)
-
-    return [d[k] for k in keys], values_pullback
-
-
-def _dict_items(d):
-    keys = list(d)
-
-    def items_pullback(g):
-        return ({k: (zeros_like(d[k]) if part is None else part[1]) for k, part in zip(keys, g)},)
-
-    return [(k, d[k]) for k in keys], items_pullback
-
-
-def _dict_keys(d):
-    return list(d), lambda g: (None,)
-
-
-_DICT_METHODS = {"get": _dict_get, "values": _dict_values, "items": _dict_items, "keys": _dict_keys}
