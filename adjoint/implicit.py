@@ -36,7 +36,15 @@ from .tree import child, children
 
 
 class Params(collections.abc.Sequence):
-    """The trainable float arrays of a model, each once, in the order they were found."""
+    """The trainable float arrays of a model, each once, in the order they were found
+    (`adjoint.params` makes them); membership is by identity.
+
+    >>> import numpy as np
+    >>> W = np.ones(2)
+    >>> ps = Params([W, W, np.zeros(3)])
+    >>> len(ps), W in ps, np.ones(2) in ps
+    (2, True, False)
+    """
 
     def __init__(self, arrays=()):
         self._arrays, self._ids = [], set()
@@ -101,7 +109,15 @@ def params(*trees) -> Params:
 
 class Grads(collections.abc.Mapping):
     """The gradients of implicit parameters: `gs[W]` is the gradient of the array `W`, looked
-    up by identity. Iterating gives the parameters, in the order of their `Params`."""
+    up by identity. Iterating gives the parameters, in the order of their `Params`; a
+    parameter nothing reached has zeros. `tree_leaves(gs)` are the gradients.
+
+    >>> import numpy as np
+    >>> W, unused = np.array([1.0, 2.0]), np.ones(3)
+    >>> gs = Grads(Params([W, unused]), {id(W): np.array([0.5, 0.5])})
+    >>> gs[W], gs[unused]
+    (array([0.5, 0.5]), array([0., 0., 0.]))
+    """
 
     def __init__(self, ps: Params, sums: dict):
         self._params = ps
@@ -239,6 +255,7 @@ def collector() -> Collector | None:
 
 @contextlib.contextmanager
 def collecting(ps):
+    """Inside, differentiated functions hand the cotangents of `ps` to a new `Collector`."""
     if not isinstance(ps, Params):
         raise AdjointError(f"implicit gradients need adjoint.params(...), not {type(ps).__name__}")
     token = _collector.set(Collector(ps))

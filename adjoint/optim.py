@@ -32,7 +32,8 @@ __all__ = ["Optimizer", "SGD", "Adam"]
 
 
 class Optimizer:
-    """What `SGD` and `Adam` share: pairing parameters with gradients, and per-parameter state."""
+    """What `SGD` and `Adam` share: pairing parameters with gradients, and per-parameter state.
+    A new method subclasses it and defines `change`."""
 
     def __init__(self):
         self.state: dict = {}  # per parameter (an array's id, or a float's place): the method's state
@@ -72,7 +73,16 @@ class Optimizer:
 
 class SGD(Optimizer):
     """Stochastic gradient descent, with optional momentum (heavy-ball or Nesterov) and
-    weight decay (added to the gradient)."""
+    weight decay (added to the gradient).
+
+    >>> import numpy as np
+    >>> model = {"w": np.array([1.0])}
+    >>> opt = SGD(lr=0.1, momentum=0.9)
+    >>> _ = opt.step(model, {"w": np.array([1.0])})
+    >>> _ = opt.step(model, {"w": np.array([1.0])})  # velocity 0.9 * 1 + 1
+    >>> model["w"]
+    array([0.71])
+    """
 
     def __init__(self, lr=0.01, momentum=0.0, nesterov=False, weight_decay=0.0):
         super().__init__()
@@ -89,7 +99,14 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma and Ba), with bias correction; `weight_decay` is decoupled (AdamW)."""
+    """Adam (Kingma and Ba), with bias correction; `weight_decay` is decoupled (AdamW).
+
+    >>> import numpy as np
+    >>> model = [np.array([1.0, -1.0])]
+    >>> _ = Adam(lr=0.1).step(model, [np.array([3.0, -0.5])])  # the first step moves each by lr
+    >>> model[0]
+    array([ 0.9, -0.9])
+    """
 
     def __init__(self, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
         super().__init__()

@@ -89,7 +89,13 @@ def parse_path(text: str) -> list:
 class Freezing:
     """What is frozen in one argument: `paths`, the paths (`.layers[0].W`) of frozen subtrees
     that hold floats, and the ids of the objects and arrays reachable through frozen paths
-    (`frozen_ids`) and through the others (`open_ids`)."""
+    (`frozen_ids`) and through the others (`open_ids`).
+
+    >>> import numpy as np
+    >>> z = Freezing({"enc": {"W": np.ones(2)}, "dec": np.ones(2)}, ["['enc']"])
+    >>> sorted(z.paths)
+    ["['enc']"]
+    """
 
     def __init__(self, argument, freeze=()):
         self.paths: set[str] = set()

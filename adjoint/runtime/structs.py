@@ -122,6 +122,7 @@ _NOT_STRUCTS = (type, types.FunctionType, types.BuiltinFunctionType, types.Metho
 
 
 def is_namedtuple(value) -> bool:
+    """Whether `value` is a namedtuple (a tuple whose class has `_fields`)."""
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
