@@ -211,14 +211,7 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
         return _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters)
     collector = implicit.collector() if implicit_parameters else None
     if collector is not None:  # `gradient(model.loss, ps)`: the receiver may hold parameters
-        positions = tuple(i for i in range(len(args)) if collector.holds_parameter(args[i]))
-        held = [key for key, value in kwargs.items() if collector.holds_parameter(value)]
-        if held:
-            raise AdjointError(
-                f"the keyword argument(s) {', '.join(f'`{k}=`' for k in held)} of {_name(f)} hold parameters, and "
-                "keyword arguments are constants: bind them by position (functools.partial(f, model)), or let "
-                "the function read them as globals or closure variables"
-            )
+        positions = collector.holding_positions(args, kwargs, _name(f))
     if positions and max(positions) >= len(args):
         raise AdjointError(
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "

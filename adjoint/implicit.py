@@ -200,6 +200,18 @@ class Collector:
             self._holds[key] = holds
         return holds, complete
 
+    def holding_positions(self, args, kwargs, name) -> tuple:
+        """The positions of the arguments that hold parameters; keyword arguments may not (they
+        are constants)."""
+        held = [key for key, value in kwargs.items() if self.holds_parameter(value)]
+        if held:
+            raise AdjointError(
+                f"the keyword argument(s) {', '.join(f'`{k}=`' for k in held)} of {name} hold parameters, and "
+                "keyword arguments are constants: bind them by position (functools.partial(f, model)), or let "
+                "the function read them as globals or closure variables"
+            )
+        return tuple(i for i, arg in enumerate(args) if self.holds_parameter(arg))
+
     def add(self, value, cotangent) -> None:
         """Add the cotangent of `value` (an array, or a tree holding some) to its parameters."""
         if cotangent is None:
