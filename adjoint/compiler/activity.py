@@ -5,8 +5,9 @@ Guarantees: the function carries `VARIED`, the names whose values depend differe
 the inputs in `ctx.wrt` (parameter positions; strings name closure variables, and "**" the
 `**kwargs` parameter; positions past the named parameters are `*args`), and `USEFUL`, the
 names whose values reach the returned value along differentiable paths; both are fixed points
-over loops. Compiling for implicit parameters (`ctx.implicit`), what a call of a Python
-function returns is varied whatever its arguments. A statement needs an adjoint only if its target is in both. A nested `def` or
+over loops. A statement needs an adjoint only if its target is in both. Compiling for
+implicit parameters (`ctx.implicit`), what a call of a Python function returns is varied
+whatever its arguments; a read that `frozen` marked is a constant. A nested `def` or
 lambda varies with what it closes over and its default values; a loop's items vary with the
 sequence it walks (not `range` counters or `enumerate` positions). Comparisons, `//`, `not`,
 `~`, f-strings, sets, non-differentiable calls and constants vary with nothing.

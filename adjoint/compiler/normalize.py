@@ -12,7 +12,9 @@ Guarantees, for the function body after `transform`:
 - `rhs` is an atom, or one operation on atoms: a binary or unary operation, a comparison, a
   call (`*atom` and `**atom` arguments too), an attribute read, a subscript (its index made of
   atoms and slices of atoms), a tuple, list, set or dict display, a lambda, or an f-string;
-  a call's callee is a dotted name (`np.linalg.inv`, `f`, `x.sum`);
+  a call's callee is a dotted name (`np.linalg.inv`, `f`, `x.sum`), a method of a global
+  model is called on the model as a receiver (`model = MODEL; model.loss(x)`), `super()` is
+  `super(__class__, self)` and `getattr(x, "W")` is `x.W`;
 - conditional expressions, `and`/`or`, comprehensions and starred displays are statements
   (see `lowering`); item assignments and appends are `adj.setitem`/`adj.append` (see
   `updates`);
@@ -53,9 +55,9 @@ from .naming import OPERATOR_TAGS
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rewrite `node`'s body into A-normal form (see the module docstring)."""
     local_names = assigned_names(node)
-    normalizer = _Normalizer(ctx, local_names)
     positional = node.args.posonlyargs + node.args.args
-    normalizer._first_parameter = positional[0].id if positional and "__class__" in ctx.fn.__code__.co_freevars else None
+    method_of_a_class = positional and "__class__" in ctx.fn.__code__.co_freevars
+    normalizer = _Normalizer(ctx, local_names, positional[0].id if method_of_a_class else None)
     body = normalizer.block(node.body)
     if not body or not isinstance(body[-1], gast.Return):
         body.append(anno.copy_origin(node.body[-1], syntax.returns(syntax.const(None))))
@@ -74,12 +76,12 @@ def assigned_names(node: gast.FunctionDef) -> set[str]:
 
 
 class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
-    def __init__(self, ctx: Context, local_names: set[str]):
+    def __init__(self, ctx: Context, local_names: set[str], first_parameter: str | None = None):
         self.ctx = ctx
         self.local_names = local_names
         self.out: list = []
         self.origin = None
-        self._first_parameter = None  # a method's `self`, which `super()` reads
+        self._first_parameter = first_parameter  # a method's `self`, which `super()` reads
 
     # ---- statements -------------------------------------------------------------------------
 
