@@ -224,7 +224,7 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
-        forward = _forward(f, wrt, trainable.frozen_spec(freezings) if freezings else (), args)
+        forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
         forwards.refuse_shared_updated_arguments(f, forward, args)
         if freezings:
             with _recursion_headroom(), trainable.pruning(trainable.pruned(freezings, args, wrt)):

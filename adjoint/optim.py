@@ -52,6 +52,7 @@ class Optimizer:
                 param -= change
             else:  # a Python float or NumPy scalar: replaced in its container, keeping its type
                 _replace(*place, type(param)(param - change))
+        self._forget_the_dead()
         return model
 
     def change(self, key, param, gradient):
@@ -65,10 +66,11 @@ class Optimizer:
         if held is None or held() is not owner:
             self.state.pop(key, None)
             self._owners[key] = weakref.ref(owner) if isinstance(owner, np.ndarray) else (lambda: owner)
-        dead = [k for k, ref in self._owners.items() if ref() is None]
-        for k in dead:
-            self.state.pop(k, None)
-            del self._owners[k]
+
+    def _forget_the_dead(self):
+        for key in [k for k, ref in self._owners.items() if ref() is None]:
+            self.state.pop(key, None)
+            del self._owners[key]
 
 
 class SGD(Optimizer):

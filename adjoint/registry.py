@@ -149,7 +149,7 @@ def _with_zero_cotangents(rule_fn):
         zero_filled = runtime.zeros_for_none(pullback, args, range(len(args)))
 
         def checked_pullback(cotangent):
-            cotangents = zero_filled(cotangent)
+            cotangents = zero_filled(_dense(cotangent, value))
             if len(cotangents) != len(args):
                 raise runtime.RuleError(
                     f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
@@ -163,6 +163,14 @@ def _with_zero_cotangents(rule_fn):
         return value, checked_pullback
 
     return checked_rule
+
+
+def _dense(cotangent, value):
+    """A user's rule gets its output's cotangent with every item there: generated code leaves
+    out (None) the items of a tuple or list that nothing flowed into."""
+    if type(value) in (tuple, list) and isinstance(cotangent, (tuple, list)):
+        return type(value)(runtime.zeros_like(v) if c is None else _dense(c, v) for c, v in zip(cotangent, value))
+    return cotangent
 
 
 def padded(cotangents, count: int) -> tuple:

@@ -178,27 +178,25 @@ def pruning(ids: frozenset):
 
 
 def call_spec(args, wrt, keep=None) -> tuple:
-    """The frozen fields of the arguments of a call made from differentiated code, as the
-    compiler's `frozen` key: `((position, (".eps", ...)), ...)`, empty in the common case.
+    """The frozen fields of the container and object arguments of a call made from
+    differentiated code, as the compiler's `frozen` key: `((position, (".eps", ...)), ...)`,
+    empty for a call with arrays and floats only.
     Fields whose values satisfy `keep` (implicit parameters asked for) are never frozen."""
     pruned = _pruned.get()
     spec = []
     for position in wrt:
-        if not isinstance(position, int) or position >= len(args):
+        if not isinstance(position, int) or position >= len(args) or is_differentiable(args[position]):
             continue
-        arg = args[position]
+        arg, names = args[position], set()
         if is_struct(arg):
             names = set(frozen_fields(arg))
             if pruned:
                 names |= {name for name, value in fields_of(arg).items() if id(value) in pruned}
             if keep is not None and names:
                 names = {name for name in names if not keep(getattr(arg, name, None))}
-            if names:
-                spec.append((position, tuple(sorted(path_of("", arg, n) for n in names))))
         elif pruned and isinstance(arg, dict):
-            keys = [key for key, value in arg.items() if id(value) in pruned]
-            if keys:
-                spec.append((position, tuple(sorted(path_of("", arg, k) for k in keys))))
+            names = {key for key, value in arg.items() if id(value) in pruned}
+        spec.append((position, tuple(sorted(path_of("", arg, n) for n in names))))
     return tuple(spec)
 
 
@@ -232,8 +230,9 @@ def pruned(freezings, args, wrt) -> frozenset:
 
 
 def frozen_spec(freezings) -> tuple:
-    """The compiler's `frozen` key: `((position, (path, ...)), ...)`."""
-    return tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items() if z.paths)
+    """The compiler's `frozen` key: `((position, (path, ...)), ...)`, an entry for each
+    container or object argument (they are not numbers), perhaps with no paths."""
+    return tuple((i, tuple(sorted(z.paths))) for i, z in freezings.items())
 
 
 def freeze_paths(freeze, position, positions) -> list:

@@ -78,7 +78,7 @@ def child(tree, key):
         return dict(tree.__tree_children__()).get(key)
     if isinstance(tree, dict):
         return tree.get(key)
-    if isinstance(tree, (list, tuple)) and not is_namedtuple(tree):
+    if isinstance(tree, (list, tuple, np.ndarray)) and not is_namedtuple(tree):  # an array: a list's rows
         return tree[key] if isinstance(key, int) and key < len(tree) else None
     if isinstance(tree, Tangent):
         return tangent_fields(tree).get(key)

@@ -519,3 +519,59 @@ def test_a_deep_linked_structure_is_completed():
 
     g = adjoint.grad(total)(head)
     assert g.w == 1.0 and g.next.next.w == 1.0
+
+
+# ---- from the third review ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce", [np.sum, np.mean, np.max, np.prod, np.std], ids=lambda f: f.__name__)
+def test_a_reduction_of_a_list_display_reaches_its_items(reduce):
+    check_grad(lambda a, b: reduce([a, 2.0 * b]), 1.5, 0.5)
+
+
+def test_a_list_argument_through_a_reduction_gets_a_list():
+    g = adjoint.grad(lambda xs: np.sum(xs) + xs[1] * 2.0)([1.0, 2.0, 3.0])
+    assert g == [1.0, 3.0, 1.0]
+
+
+def test_a_users_rule_with_a_list_output_gets_every_item_of_its_cotangent():
+    def pair(x):
+        return [np.sin(x), np.cos(x)]
+
+    @adjoint.rrule(pair)
+    def pair_rrule(x):
+        def pair_pullback(g):
+            return (g[0] * np.cos(x) - g[1] * np.sin(x),)  # would fail on a None item
+
+        return pair(x), pair_pullback
+
+    np.testing.assert_allclose(adjoint.grad(lambda x: np.sum(pair(x)[0]))(np.zeros(3)), np.ones(3))
+
+
+def test_max_with_a_key_sends_the_gradient_to_the_chosen_tuple():
+    def best(a, b):
+        return max([(a, 1.0), (b, 2.0)], key=lambda t: t[1])[0]
+
+    assert adjoint.gradient(best, 3.0, 4.0) == (0.0, 1.0)
+
+
+def test_sum_of_objects_is_refused():
+    with pytest.raises(AdjointError, match=r"sum\(\) of objects"):
+        adjoint.grad(lambda a, b: sum([a, b]).W)(Plain(1.0), Plain(2.0))
+
+
+def test_a_list_repeated_by_an_int_is_refused_not_miscounted():
+    def f(xs):
+        ys = xs * 2
+        return ys[2] * 3.0 + ys[1]
+
+    with pytest.raises(AdjointError, match="list was used in arithmetic"):
+        adjoint.grad(f)([1.0, 2.0])
+
+
+def test_a_keyword_into_a_differentiated_callable_is_refused_with_the_right_reason():
+    def f(m, x, s):
+        return np.sum(m(x, scale=s))
+
+    with pytest.raises(AdjointError, match="keyword argument `scale=` into `m`"):
+        adjoint.gradient(f, Forwarding(np.array([0.3, -0.2])), X2.copy(), 1.7)

@@ -199,10 +199,12 @@ def test_call_spec_freezes_fields_holding_pruned_values_only_inside_pruning():
     W, V = np.ones(2), np.ones(2)
     obj = Plain(W)
     params = {"W": W, "V": V}
-    assert call_spec((obj, params), (0, 1)) == ()
+    nothing_frozen = ((0, ()), (1, ()))  # an entry per container or object: they are not numbers
+    assert call_spec((obj, params), (0, 1)) == nothing_frozen
     with pruning(frozenset({id(W)})):
         assert call_spec((obj, params), (0, 1)) == ((0, (".W",)), (1, ("['W']",)))
-    assert call_spec((obj, params), (0, 1)) == ()
+    assert call_spec((obj, params), (0, 1)) == nothing_frozen
+    assert call_spec((W, 2.0), (0, 1)) == ()  # arrays and floats only
 
 
 def test_pruning_nests_and_restores():
@@ -214,7 +216,7 @@ def test_pruning_nests_and_restores():
         assert call_spec((obj,), (0,)) == ((0, (".encoder",)),)
         with pruning(frozenset()):
             assert call_spec((obj,), (0,)) == ((0, (".encoder",)),)
-    assert call_spec((obj,), (0,)) == ()
+    assert call_spec((obj,), (0,)) == ((0, ()),)
 
 
 def test_pruning_restores_after_an_exception():
@@ -222,7 +224,7 @@ def test_pruning_restores_after_an_exception():
     with pytest.raises(ValueError):
         with pruning(frozenset({id(W)})):
             raise ValueError
-    assert call_spec((Plain(W),), (0,)) == ()
+    assert call_spec((Plain(W),), (0,)) == ((0, ()),)
 
 
 # ---- end to end ------------------------------------------------------------------------------------

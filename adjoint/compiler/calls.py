@@ -171,6 +171,13 @@ class CallAdjoints:
         """`f(x, a=y)` into a function taking `**kwargs`: as `f(x, **{"a": y})`, whose dict
         `adj.star_vjp` differentiates."""
         varied = [k for k in call.keywords if syntax.load_names(k.value) & self.varied]
+        if isinstance(call.func, gast.Name) and call.func.id in self.varied:
+            self._unsupported(
+                stmt, call, f"the gradient cannot flow through the keyword argument `{varied[0].arg}=` into "
+                f"`{self.ctx.user_name(call.func.id)}`, which carries gradients itself (a model or a closure)",
+                f"pass `{varied[0].arg}` by position",
+            )
+            return
         mapping = self.ctx.namer.new(f"{callee.text.rsplit('.', 1)[-1]}_keywords")
         display = gast.Dict(keys=[syntax.const(k.arg) for k in varied], values=[k.value for k in varied])
         self.varied.add(mapping)

@@ -23,7 +23,9 @@ class Context:
     fn: object  # the user's function
     source: FunctionSource
     wrt: tuple[int, ...]  # positions of the parameters to differentiate with respect to
-    # Paths frozen in the arguments, by parameter position: `{0: (".encoder", ".layers[0].W")}`.
+    # The differentiated arguments that are containers or objects, by parameter position, with
+    # the paths frozen in them: `{0: (".encoder", ".layers[0].W"), 1: ()}`. The others are
+    # floats or float arrays.
     frozen: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     # Compiling for implicit parameters: calls of Python functions carry gradients whatever
     # their arguments (they may read parameters through their globals and closures).
@@ -74,6 +76,11 @@ class Context:
             text = linecache.getline(filename, line)
             col, end_col = len(text) - len(text.lstrip()), len(text.rstrip("\n"))
         self.problems.append(Problem(filename, line, col, end_col, text, message, hint))
+
+    def numeric_parameters(self, params: list[str]) -> set[str]:
+        """The differentiated parameters that hold floats or float arrays (not a container or
+        object: those have an entry in `frozen`)."""
+        return {params[i] for i in self.wrt if isinstance(i, int) and i < len(params) and i not in self.frozen}
 
     def user_name(self, name: str) -> str:
         """How the user wrote what `name` holds, for messages."""

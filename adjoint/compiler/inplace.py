@@ -62,7 +62,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     body, chains, arms = _simple_statements(node.body)
     loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
     params = node.args.posonlyargs + node.args.args
-    numbers = kinds.certain_numbers(node.body, {p.id for i, p in enumerate(params) if i in ctx.wrt})
+    numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters([p.id for p in params]))
     facts = _Facts(
         varied, useful, syntax.load_names(node),
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},

@@ -58,7 +58,7 @@ class _Reverse(calls.CallAdjoints):
         self.useful = anno.get(node, anno.USEFUL)
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
-        self.numbers = kinds.certain_numbers(node.body, {params[i] for i in ctx.wrt if isinstance(i, int) and i < len(params)})
+        self.numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters(params))
         self.cot = Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order

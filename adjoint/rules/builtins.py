@@ -10,8 +10,11 @@ from ..registry import non_differentiable, rrule
 
 
 def _bar(g, x):
-    """`g` summed to `x`'s shape, or None for an `x` with no gradient (an int, a string)."""
-    return adj.unbroadcast(g, x) if adj.is_differentiable(x) else None
+    """`g` summed to `x`'s shape for a float or array, `g` itself for an item of another kind
+    that holds floats (a tuple `max` chose by its key), None for an int or a string."""
+    if adj.is_differentiable(x):
+        return adj.unbroadcast(g, x)
+    return g if isinstance(x, (tuple, list, dict)) or adj.structs.is_struct(x) else None
 
 
 def _items(iterable, name):
@@ -36,6 +39,12 @@ def sum_rrule(iterable, /, start=0):
         raise adj.RuleError(
             "adjoint cannot differentiate sum() of lists or tuples, which concatenates them: "
             "concatenate with `+` in a loop, or build the list with a comprehension"
+        )
+
+    if any(adj.structs.is_struct(item) or isinstance(item, dict) for item in items):
+        raise adj.RuleError(
+            "adjoint cannot differentiate sum() of objects, which calls their own `__add__`: add their "
+            "fields instead"
         )
 
     def sum_pullback(g):

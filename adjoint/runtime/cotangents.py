@@ -65,6 +65,8 @@ def add(a, b):
         return a
     if type(a) is tuple or type(a) is list:
         return type(a)(add(x, y) for x, y in zip(a, b))
+    if type(b) is tuple or type(b) is list:  # a list's cotangent, and one a reduction made an array
+        return add(b, a)
     if isinstance(a, dict):
         return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
     if isinstance(a, tuple) and hasattr(type(a), "_fields"):
@@ -118,12 +120,21 @@ def unreduce(g, x, axis=None, keepdims=False):
     dtype = getattr(x, "dtype", None)
     if dtype is not None and getattr(g, "dtype", None) != dtype:
         g = np.asarray(g, dtype=dtype)
-    return np.broadcast_to(g, np.shape(x))
+    return as_sequence(np.broadcast_to(g, np.shape(x)), x)
+
+
+def as_sequence(cotangent, x):
+    """The cotangent of a list or tuple `x` that a reduction read as the array it makes
+    (`np.sum([a, b])`): the same kind of sequence, one row per item; `cotangent` for others."""
+    if type(x) is list or type(x) is tuple:
+        return type(x)(list(cotangent))
+    return cotangent
 
 
 def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
     """Cotangent of `max`/`min`: to the chosen entries, shared equally between ties. A list or
     tuple (`np.max(losses)`) is reduced as the array it makes, and gets that array's cotangent."""
+    items = x
     if type(x) is list or type(x) is tuple:
         x = np.asarray(x)
     if axis is not None and not keepdims:
@@ -131,7 +142,7 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
         ans = np.expand_dims(ans, axis)
     chosen = x == ans
     count = np.maximum(np.sum(chosen, axis=axis, keepdims=True), 1)  # 0 where the extremum is NaN
-    return unbroadcast(g * chosen / count, x)
+    return as_sequence(unbroadcast(g * chosen / count, x), items)
 
 
 def tie_weight(x, ans, other):
@@ -148,7 +159,7 @@ def prod_bar(g, x, axis=None, keepdims=False):
     >>> prod_bar(1.0, np.array([2.0, 0.0, 3.0]))
     array([0., 6., 0.])
     """
-    x = np.asarray(x)
+    items, x = x, np.asarray(x)
     axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
     kept = x.ndim - len(axes)
     reduced = tuple(range(kept, x.ndim))
@@ -158,4 +169,4 @@ def prod_bar(g, x, axis=None, keepdims=False):
     before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     others = np.moveaxis((before * after).reshape(moved.shape), reduced, axes)
-    return unreduce(g, x, axis=axis, keepdims=keepdims) * others
+    return as_sequence(unreduce(g, x, axis=axis, keepdims=keepdims) * others, items)

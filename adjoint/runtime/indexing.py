@@ -91,6 +91,16 @@ class _ObjectBuffer:
         self.total = add(self.total, unindex(value, self.obj, index))
 
 
+def _item(obj, index):
+    try:
+        return obj[index]
+    except (KeyError, IndexError, TypeError):  # a `__getitem__` of names: not its iteration's order
+        return _NO_ITEM
+
+
+_NO_ITEM = object()
+
+
 def _items(obj):
     """The items iterating `obj` gives, or None if it cannot be iterated; refused if it has
     no `__getitem__`, through which adjoint sends its items' gradients back."""
@@ -104,7 +114,7 @@ def _items(obj):
 
 
 def _check_item(obj, items, index) -> None:
-    if items is not None and isinstance(index, int) and not (index < len(items) and obj[index] is items[index]):
+    if items is not None and isinstance(index, int) and not (index < len(items) and _item(obj, index) is items[index]):
         kind = type(obj).__name__
         raise RuleError(
             f"iterating over a `{kind}` gives other items than `{kind.lower()}[i]`, through which adjoint "

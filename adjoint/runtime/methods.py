@@ -77,10 +77,20 @@ def method_function(receiver, name):
     >>> method_function(np.ones(2), "sum") is np.ndarray.sum
     True
     """
+    if isinstance(receiver, super):
+        raise RuleError(
+            f"a starred call through `super()` (`super().{name}(*args)`) is not supported: call the base "
+            f"class's method with the object first, `Base.{name}(self, *args)`"
+        )
     method = getattr(receiver, name)
     function = getattr(method, "__func__", None)
     if getattr(method, "__self__", None) is receiver and function is not None:
         return function  # a Python method
+    if isinstance(inspect.getattr_static(type(receiver), name, None), (staticmethod, classmethod)):
+        raise RuleError(
+            f"`{type(receiver).__name__}.{name}` is a static or class method: call it on the class with "
+            f"the starred arguments, `{type(receiver).__name__}.{name}(*args)`"
+        )
     if isinstance(receiver, (np.ndarray, np.generic)) and getattr(np.ndarray, name, None) is not None:
         return getattr(np.ndarray, name)
     raise RuleError(

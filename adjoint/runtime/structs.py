@@ -230,8 +230,8 @@ def item_bar(g, key, value):
         part = g.get(key)
     elif isinstance(g, Tangent):
         part = tangent_fields(g).get(key)
-    elif isinstance(g, (tuple, list)):
-        part = g[key]
+    elif isinstance(g, (tuple, list)) or isinstance(g, np.ndarray) and isinstance(key, int):
+        part = g[key]  # an array: a reduction's arithmetic made one of a list's cotangent (`np.std([a, b])`)
     else:
         part = None
     return zeros_like(value) if part is None else part
