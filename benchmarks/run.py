@@ -19,6 +19,9 @@ import numpy as np  # noqa: E402
 
 import adjoint  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from train import Chain, Dense, identity  # noqa: E402  (the model of examples/train.py)
+
 try:
     import autograd  # noqa: E402
     import autograd.numpy as anp  # noqa: E402
@@ -52,30 +55,6 @@ def mlp_autograd(W1, b1, W2, b2, x, y):
     return -anp.sum(y * (z - lse)) / x.shape[0]
 
 
-class Dense:
-    """A layer object: the `mlp_model` workload is `mlp` written as a model."""
-
-    def __init__(self, W, b, activation):
-        self.W, self.b, self.activation = W, b, activation
-
-    def __call__(self, x):
-        return self.activation(x @ self.W + self.b)
-
-
-class Chain:
-    def __init__(self, *layers):
-        self.layers = list(layers)
-
-    def __call__(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
-def identity(z):
-    return z
-
-
 def mlp_model_loss(model, x, y):
     z = model(x)
     m = np.max(z, axis=1, keepdims=True)
@@ -85,7 +64,7 @@ def mlp_model_loss(model, x, y):
 
 def mlp_model_adjoint(W1, b1, W2, b2, x, y):
     """adjoint's structural gradient of the model holding these arrays, as a tuple."""
-    model = Chain(Dense(W1, b1, np.tanh), Dense(W2, b2, identity))
+    model = Chain(Dense(W1, b1), Dense(W2, b2, identity))
     grad = adjoint.grad(mlp_model_loss)
 
     def gradient(*args):
