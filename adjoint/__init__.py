@@ -15,7 +15,7 @@ from .implicit import Grads, Params, params
 from .registry import non_differentiable
 from .runtime.structs import Tangent
 from .tree import tree_leaves, tree_map
-from . import optim  # noqa: E402  (adjoint.optim.SGD, adjoint.optim.Adam)
+from . import optim, testing  # noqa: E402  (adjoint.optim.SGD, adjoint.testing.check_grad)
 
 __all__ = [
     "AdjointError",

@@ -128,6 +128,11 @@ def gradient(f, *args, freeze=None, **kwargs):
     """
     if len(args) == 1 and isinstance(args[0], implicit.Params):
         return _implicit_gradient(f, args[0], kwargs)
+    if args and isinstance(f, types.FunctionType) and f.__code__.co_argcount == 0 and not f.__code__.co_flags & 0x04:
+        raise AdjointError(
+            f"{_name(f)} takes no arguments, but gradient() was given {len(args)}: for the gradient with "
+            "respect to arrays it reads, pass `adjoint.params(...)`: adjoint.gradient(f, adjoint.params(W, b))"
+        )
     if isinstance(freeze, (list, tuple, str)):
         freeze = {0: [freeze] if isinstance(freeze, str) else list(freeze)}
     value, back = _pullback(f, args, kwargs, range(len(args)), freeze)
@@ -145,9 +150,10 @@ def source(f, wrt=None, *, args=None, freeze=None) -> str:
     """The generated Python source of `f`'s forward function and pullback.
 
     `wrt` (an int or tuple of ints) picks the parameters to differentiate; by default all
-    positional parameters. Given example arguments `args` (and `freeze`, as in `grad`), the
+    positional parameters. Given example arguments `args` (and `freeze`, as in `gradient`), the
     source is the one those arguments get: specialised on the fields their classes or
-    `freeze` leave frozen.
+    `freeze` leave frozen. With `args`, `f` may also be a layer (`source(layer, args=(x,))`
+    shows its `__call__`, the layer first) or a bound method.
 
     >>> import numpy as np, adjoint
     >>> def f(x):
@@ -165,7 +171,16 @@ def source(f, wrt=None, *, args=None, freeze=None) -> str:
         return (f, f_pullback)
     <BLANKLINE>
     """
+    if args is not None and not isinstance(f, types.FunctionType):  # a layer, or a bound method
+        call = getattr(type(f), "__call__", None)
+        if isinstance(f, types.MethodType):
+            f, args = f.__func__, (f.__self__, *args)
+        elif isinstance(call, types.FunctionType):
+            f, args = call, (f, *args)
+        wrt = None if wrt is None else tuple(i + 1 for i in _positions(wrt))
     _require_python_function(f)
+    if isinstance(freeze, (list, tuple, str)):  # paths in the first argument, as `gradient` takes them
+        freeze = {0: [freeze] if isinstance(freeze, str) else list(freeze)}
     if wrt is None:
         positions = tuple(range(f.__code__.co_argcount))
     else:

@@ -115,6 +115,12 @@ def project(arg, cotangent):
 def unit(value, f):
     """The seed of a gradient: 1 shaped like the scalar output."""
     if not (runtime.is_differentiable(value) and np.ndim(value) == 0):
+        if isinstance(value, tuple):
+            raise AdjointError(
+                f"grad needs {name_of(f)} to return a float scalar, but it returned a tuple of {len(value)}. "
+                "If the first item is the loss and the rest are extra outputs, use "
+                "adjoint.value_and_grad(f, has_aux=True) with `return loss, aux`."
+            )
         kind = f"an array of shape {np.shape(value)}" if np.ndim(value) else type(value).__name__
         raise AdjointError(
             f"grad needs {name_of(f)} to return a float scalar, but it returned {kind}. "

@@ -141,6 +141,12 @@ class Grads(collections.abc.Mapping):
     def __repr__(self):
         return f"Grads({len(self)} arrays: {', '.join(str(g.shape) for g in self._grads.values())})"
 
+    def __add__(self, other):
+        """Gradients accumulated over batches: the same parameters, gradients added."""
+        if not isinstance(other, Grads) or [id(p) for p in other._params] != [id(p) for p in self._params]:
+            return NotImplemented
+        return self.__tree_rebuild__({i: g + other[p] for i, (p, g) in enumerate(self.items())})
+
     def __tree_children__(self):  # for `tree_leaves` and `tree_map`: the gradients, not the parameters
         return [(i, self._grads[id(p)]) for i, p in enumerate(self._params)]
 

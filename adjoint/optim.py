@@ -1,10 +1,11 @@
 """Optimizers: update a model's float arrays in place from its gradient.
 
 `opt.step(model, grads)` takes a structural gradient (as `adjoint.grad` returns for a model)
-or a `Grads` mapping (as `adjoint.gradient(loss, ps)` returns), updates each array that has a
-gradient in place, and returns the model. A weight tied into several places is updated once,
-with the sum of its places' gradients. Python floats and NumPy scalars held by a model
-are replaced in their container or object (they cannot change in place).
+or a `Grads` mapping (as `adjoint.gradient(loss, ps)` returns), updates each float array that
+has a gradient in place, and returns the model. A weight tied into several places is updated
+once, with the sum of its places' gradients. The parameters are the float arrays, as for
+`adjoint.params`: Python floats and NumPy scalars in a model (an `eps`, a dropout rate) are
+configuration and stay as they are; hold a trainable scalar in a 0-d array.
 
 >>> import numpy as np, adjoint
 >>> model = {"w": np.array([1.0, -2.0])}
@@ -25,7 +26,7 @@ import numpy as np
 from .errors import AdjointError
 from .implicit import Grads
 from .runtime import is_differentiable
-from .runtime.structs import Tangent, is_namedtuple, is_struct, tangent_type
+from . import tree as tree_module
 from .tree import child, children
 
 __all__ = ["Optimizer", "SGD", "Adam"]
@@ -36,22 +37,17 @@ class Optimizer:
     A new method subclasses it and defines `change`."""
 
     def __init__(self):
-        self.state: dict = {}  # per parameter (an array's id, or a float's place): the method's state
-        self._owners: dict = {}  # the same keys: what the state belongs to (a weak reference to an array)
+        self.state: dict = {}  # per parameter (an array's id): the method's state
+        self._owners: dict = {}  # the same keys: a weak reference to the array the state belongs to
 
     def step(self, model, grads):
-        """Update `model`'s parameters in place by `grads`; return `model`."""
-        found = _parameters_with_gradients(model, grads)
-        for key, (param, gradient, place) in found.items():
-            self._claim(key, param if place is None else place[0])
+        """Update `model`'s float arrays in place by `grads`; return `model`."""
+        for key, (param, gradient) in _parameters_with_gradients(model, grads).items():
+            self._claim(key, param)
             gradient = np.asarray(gradient, dtype=np.result_type(param))
             if np.shape(gradient) != np.shape(param):
                 raise AdjointError(f"a gradient of shape {np.shape(gradient)} for a parameter of shape {np.shape(param)}")
-            change = self.change(key, param, gradient)
-            if place is None:
-                param -= change
-            else:  # a Python float or NumPy scalar: replaced in its container, keeping its type
-                _replace(*place, type(param)(param - change))
+            param -= self.change(key, param, gradient)
         self._forget_the_dead()
         return model
 
@@ -65,7 +61,7 @@ class Optimizer:
         held = self._owners.get(key)
         if held is None or held() is not owner:
             self.state.pop(key, None)
-            self._owners[key] = weakref.ref(owner) if isinstance(owner, np.ndarray) else (lambda: owner)
+            self._owners[key] = weakref.ref(owner)
 
     def _forget_the_dead(self):
         for key in [k for k, ref in self._owners.items() if ref() is None]:
@@ -126,18 +122,17 @@ class Adam(Optimizer):
 
 
 def _parameters_with_gradients(model, grads) -> dict:
-    """`{key: (param, total gradient, place)}`: `place` is `(container, key)` for a Python
-    float, None for an array (updated in place). Places of one array add up."""
+    """`{id(array): (array, total gradient)}`: the places of one array add up."""
     found: dict = {}
 
-    def add(key, param, gradient, place):
-        if key in found:
-            gradient = found[key][1] + gradient
-        found[key] = (param, gradient, place)
+    def add(param, gradient):
+        if id(param) in found:
+            gradient = found[id(param)][1] + gradient
+        found[id(param)] = (param, gradient)
 
     if isinstance(grads, Grads):
         for param, gradient in grads.items():
-            add(id(param), param, gradient, None)
+            add(param, gradient)
         return found
 
     if isinstance(model, np.ndarray):
@@ -148,54 +143,17 @@ def _parameters_with_gradients(model, grads) -> dict:
 
 
 def _pair(tree, gradient, add) -> None:
-    """Call `add(key, param, gradient, place)` for each float leaf of `tree` with a gradient
+    """Call `add(array, gradient)` for each float array of `tree` with a gradient
     (a module-level function: a recursive closure would keep the arrays alive until the next
     garbage collection). It ends where the model has a cycle: the gradient is a finite tree."""
     if gradient is None:  # nothing of the model has a gradient: nothing to update
         return
-    _check_mirrors(tree, gradient)
+    tree_module.check_mirrors(tree, gradient)
     for key, value in children(tree):
         part = child(gradient, key)
         if part is None:
             continue
         if isinstance(value, np.ndarray) and is_differentiable(value):
-            add(id(value), value, part, None)
-        elif type(value) is float or isinstance(value, np.generic) and is_differentiable(value):
-            add((id(tree), key), value, part, (tree, key))
-        else:
+            add(value, part)
+        elif not is_differentiable(value):  # Python floats and NumPy scalars are configuration
             _pair(value, part, add)
-
-
-def _check_mirrors(tree, gradient) -> None:
-    """Refuse a gradient that is not this model's: a tuple from `gradient(...)` for a model, a
-    `Tangent` of another class."""
-    if isinstance(gradient, Tangent):
-        fits = is_struct(tree) and tangent_type(gradient) is type(tree)
-    elif isinstance(gradient, dict):
-        fits = isinstance(tree, dict)
-    elif isinstance(gradient, (list, tuple)):
-        fits = isinstance(tree, (list, tuple)) and is_namedtuple(tree) == is_namedtuple(gradient) and len(tree) == len(gradient)
-    else:
-        fits = False
-    if not fits:
-        raise AdjointError(
-            f"the gradient does not mirror the model: a {_kind(gradient)} for a {_kind(tree)}. Pass the "
-            "model's own gradient (from `grad(loss)(model)`; `gradient(loss, model, x)` returns a tuple: "
-            "take its first entry)"
-        )
-
-
-def _kind(value) -> str:
-    return f"Tangent of {tangent_type(value).__name__}" if isinstance(value, Tangent) else type(value).__name__
-
-
-def _replace(container, key, value):
-    if isinstance(container, (dict, list)):
-        container[key] = value
-    elif isinstance(container, tuple):
-        raise AdjointError(
-            f"cannot update the float at position {key} of a tuple in place: hold parameters in arrays, "
-            "lists, dicts or objects"
-        )
-    else:
-        object.__setattr__(container, key, value)

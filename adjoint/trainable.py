@@ -137,28 +137,35 @@ class Freezing:
         return path
 
 
+def _named(what: str) -> str:
+    return what if what == "the argument itself" else f"`{what}`"
+
+
 def _step(value, path, kind, key, text):
     """The child `key` of `value` and its canonical path, or an AdjointError saying why not."""
     where = f"the freeze path {text!r}"
+    what = path.lstrip(".") or "the argument itself"
     if kind == "attr":
         fields = fields_of(value) if is_struct(value) else dict(zip(value._fields, value)) if is_namedtuple(value) else None
         if fields is None or key not in fields:
             known = f" (its fields: {', '.join(fields)})" if fields else ""
-            raise AdjointError(f"{where}: `{path.lstrip('.') or 'the argument'}` has no field `{key}`{known}")
+            if isinstance(value, dict):
+                known = f" (a dict: write [{key!r}])"
+            raise AdjointError(f"{where}: {_named(what)} has no field `{key}`{known}")
         return fields[key], f"{path}.{key}"
     if isinstance(value, dict):
         if key not in value:
-            raise AdjointError(f"{where}: `{path.lstrip('.') or 'the argument'}` has no key {key!r}")
+            raise AdjointError(f"{where}: {_named(what)} has no key {key!r}")
         return value[key], f"{path}[{key!r}]"
     if isinstance(value, (list, tuple)):
         if not (isinstance(key, int) and -len(value) <= key < len(value)):
-            raise AdjointError(f"{where}: `{path.lstrip('.') or 'the argument'}` has no item {key!r} (it has {len(value)})")
+            raise AdjointError(f"{where}: {_named(what)} has no item {key!r} (it has {len(value)})")
         key %= len(value)
         if is_namedtuple(value):
             return value[key], f"{path}.{type(value)._fields[key]}"
         return value[key], f"{path}[{key!r}]"
     raise AdjointError(
-        f"{where}: `{path.lstrip('.') or 'the argument'}` has no item {key!r} (freeze paths name fields "
+        f"{where}: {_named(what)} has no item {key!r} (freeze paths name fields "
         "of objects, keys of dicts and positions in lists and tuples, not parts of arrays)"
     )
 

@@ -20,6 +20,7 @@ import copy
 
 import numpy as np
 
+from .errors import AdjointError
 from .runtime import is_differentiable
 from .runtime.structs import Tangent, fields_of, is_namedtuple, is_struct, tangent_fields, tangent_type
 
@@ -163,6 +164,8 @@ def _gather(tree, rest, others, place, path):
         return
     if id(tree) in path or not (isinstance(tree, (dict, list, tuple, Tangent)) or is_struct(tree)):
         return
+    for other in rest:
+        check_mirrors(tree, other)
     path.add(id(tree))
     for key, value in children(tree):
         _gather(value, [child(r, key) for r in rest], others, (id(tree), key), path)
@@ -230,3 +233,29 @@ def path_of(path: str, tree, key) -> str:
     if isinstance(tree, (dict, list)) or isinstance(tree, tuple) and not is_namedtuple(tree):
         return f"{path}[{key!r}]"
     return f"{path}.{key}"
+
+
+def check_mirrors(tree, other) -> None:
+    """Refuse `other` (a gradient, or a tree to map along) that does not mirror `tree` here:
+    a tuple from `gradient(...)` for a model, a `Tangent` of another class, lists of other
+    lengths. None (no gradient) mirrors anything; dicts may hold fewer keys."""
+    if other is None or is_differentiable(tree) and not isinstance(other, (dict, list, tuple, Tangent)):
+        return
+    if isinstance(other, Tangent):
+        fits = is_struct(tree) and tangent_type(other) is type(tree)
+    elif isinstance(other, dict):
+        fits = isinstance(tree, dict) and all(key in tree for key in other)
+    elif isinstance(other, (list, tuple)):
+        fits = isinstance(tree, (list, tuple)) and is_namedtuple(tree) == is_namedtuple(other) and len(tree) == len(other)
+    else:
+        fits = is_struct(other) and type(other) is type(tree) or hasattr(type(other), "__tree_children__")
+    if not fits:
+        raise AdjointError(
+            f"the gradient does not mirror the model: a {_kind(other)} for a {_kind(tree)}. Pass the "
+            "model's own gradient (from `grad(loss)(model)`; `gradient(loss, model, x)` returns a tuple: "
+            "take its first entry)"
+        )
+
+
+def _kind(value) -> str:
+    return f"Tangent of {tangent_type(value).__name__}" if isinstance(value, Tangent) else type(value).__name__

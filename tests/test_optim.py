@@ -242,60 +242,39 @@ def test_step_on_an_object_with_a_cycle_terminates():
     np.testing.assert_allclose(node.w, [0.9])
 
 
-# ---- Python floats -------------------------------------------------------------------------------------
+# ---- Python floats and NumPy scalars: configuration, as for `adjoint.params` ------------------------
 
 
-def test_python_floats_in_dicts_and_lists_are_replaced():
-    model = {"s": 2.0, "xs": [1.0, 5.0]}
-    SGD(lr=0.1).step(model, {"s": 1.0, "xs": [None, 10.0]})
-    assert model["s"] == pytest.approx(1.9) and type(model["s"]) is float
-    assert model["xs"] == [1.0, pytest.approx(4.0)] and type(model["xs"][1]) is float
+def test_python_floats_and_numpy_scalars_are_left_alone():
+    # an `eps` or a dropout rate in a model is not trained, whatever gradient it was given
+    model = {"s": 2.0, "xs": [1.0, 5.0], "eps": np.float64(1e-5), "w": np.array([1.0])}
+    grads = {"s": 1.0, "xs": [None, 10.0], "eps": np.float64(3.0), "w": np.array([1.0])}
+    SGD(lr=0.1, weight_decay=0.5).step(model, grads)
+    assert model["s"] == 2.0 and model["xs"] == [1.0, 5.0] and model["eps"] == 1e-5
+    np.testing.assert_allclose(model["w"], [1.0 - 0.1 * 1.5])
 
 
-def test_python_float_fields_of_objects_are_replaced_even_when_frozen_or_slotted():
+def test_float_fields_of_frozen_or_slotted_objects_are_left_alone():
     frozen = Affine(np.array([1.0]), 2.0)
     slotted = Slotted(np.array([1.0]), 2.0)
     for model, cls in ((frozen, Affine), (slotted, Slotted)):
         SGD(lr=0.5).step(model, Tangent(cls, w=np.array([1.0]), c=1.0))
-        assert model.c == pytest.approx(1.5) and type(model.c) is float
+        assert model.c == 2.0
         np.testing.assert_allclose(model.w, [0.5])
-    assert frozen.name == "affine"
 
 
-def test_momentum_on_a_python_float_is_kept_across_steps():
-    model = {"s": 1.0}
-    opt = SGD(lr=0.1, momentum=0.9)
-    opt.step(model, {"s": 1.0})
-    opt.step(model, {"s": 2.0})
-    assert model["s"] == pytest.approx(0.61)
+def test_a_trainable_scalar_is_a_0d_array():
+    model = {"s": np.array(1.0)}
+    Adam(lr=0.1).step(model, {"s": np.array(-3.0)})
+    assert model["s"] == pytest.approx(1.1) and model["s"].shape == ()
 
 
-def test_adam_on_a_python_float():
-    model = {"s": 1.0}
-    Adam(lr=0.1).step(model, {"s": -3.0})
-    assert model["s"] == pytest.approx(1.1) and type(model["s"]) is float
-
-
-@pytest.mark.parametrize(
-    "model, grads",
-    [
-        ({"t": (1.0, 2.0)}, {"t": (1.0, None)}),
-        ((1.0,), (1.0,)),
-        ({"p": Pair(np.ones(1), 2.0)}, {"p": Pair(None, 1.0)}),
-    ],
-    ids=["tuple-in-dict", "tuple", "namedtuple"],
-)
-def test_a_python_float_in_a_tuple_is_refused(model, grads):
-    with pytest.raises(AdjointError, match="tuple"):
-        SGD(lr=0.1).step(model, grads)
-
-
-def test_training_a_frozen_dataclass_with_a_float_field():
-    model = Affine(np.array([0.0, 0.0]), 0.0)
+def test_training_a_frozen_dataclass_with_a_0d_array_field():
+    model = Affine(np.array([0.0, 0.0]), np.array(0.0))
     x, y = np.array([1.0, 2.0]), 3.0
     opt = SGD(lr=0.05)
     for _ in range(200):
         grads = adjoint.grad(lambda m: (np.sum(m.w * x) + m.c - y) ** 2)(model)
         model = opt.step(model, grads)
     assert float(np.sum(model.w * x) + model.c) == pytest.approx(y, abs=1e-6)
-    assert type(model.c) is float and model.c != 0.0
+    assert model.c != 0.0

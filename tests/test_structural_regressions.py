@@ -257,19 +257,18 @@ def test_a_tangent_can_be_copied():
         np.testing.assert_array_equal(h.W, [1.0, 1.0])
 
 
-def test_optimizer_updates_a_numpy_float_scalar_field():
-    # Contract question: a np.float64 field is a float leaf (tree_leaves lists it, grad returns
-    # its gradient), but opt.step neither updates it in place nor replaces it: it is silently
-    # skipped (only `type(value) is float` is replaced).
+def test_optimizer_leaves_numpy_scalar_fields_alone_like_python_floats():
+    # the parameters are the float arrays, as for `adjoint.params`; scalars are configuration
     @dataclasses.dataclass
     class Scaled:
         s: np.float64
+        w: np.ndarray
 
-    model = Scaled(np.float64(2.0))
-    grads = adjoint.grad(lambda m: m.s * m.s)(model)
-    assert grads.s == 4.0
+    model = Scaled(np.float64(2.0), np.array(2.0))
+    grads = adjoint.grad(lambda m: m.s * m.w)(model)
+    assert grads.s == 2.0
     SGD(lr=0.5).step(model, grads)
-    assert model.s == pytest.approx(0.0)  # got 2.0
+    assert model.s == 2.0 and model.w == pytest.approx(1.0)
 
 
 def test_tree_map_with_a_gradient_keeps_a_tied_layer_tied():
@@ -575,3 +574,64 @@ def test_a_keyword_into_a_differentiated_callable_is_refused_with_the_right_reas
 
     with pytest.raises(AdjointError, match="keyword argument `scale=` into `m`"):
         adjoint.gradient(f, Forwarding(np.array([0.3, -0.2])), X2.copy(), 1.7)
+
+
+# ---- from a user's first models ---------------------------------------------------------------------
+
+
+def test_adjoint_testing_comes_with_adjoint():
+    import importlib
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import adjoint; print(adjoint.testing.check_grad.__name__)"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "check_grad"
+    assert importlib.import_module("adjoint").testing is not None
+
+
+def test_source_of_a_layer_shows_its_call_specialised_on_its_frozen_fields():
+    class Frozen:
+        __trainable__ = ("W",)
+
+        def __init__(self, W, b):
+            self.W, self.b = W, b
+
+        def __call__(self, x):
+            return np.tanh(x * self.W + self.b)
+
+    layer = Frozen(np.ones(2), np.ones(2))
+    text = adjoint.source(layer, args=(X2,))
+    assert "def call_forward(self, x)" in text and "'W'" in text and "'b'" not in text
+    assert "'b'" in adjoint.source(Frozen.__call__, args=(Plain(np.ones(2)), X2))  # no declaration: b too
+
+
+def test_source_takes_freeze_paths_as_gradient_does():
+    text = adjoint.source(lambda d, x: np.sum(d["W"] * d["b"] * x), args=({"W": np.ones(2), "b": np.ones(2)}, X2),
+                          freeze=["['b']"])
+    pullback = text.split("_pullback(")[1]
+    assert "unindex" in pullback and "'W'" in pullback and "'b'" not in pullback
+
+
+def test_gradient_of_a_function_without_arguments_asks_for_params():
+    W = np.ones(2)
+    with pytest.raises(AdjointError, match=r"pass `adjoint.params\(...\)`"):
+        adjoint.gradient(lambda: np.sum(W * W), [W])
+
+
+def test_a_tuple_returned_without_has_aux_says_so():
+    with pytest.raises(AdjointError, match="has_aux=True"):
+        adjoint.grad(lambda w: (np.sum(w), "aux"))(np.ones(2))
+
+
+def test_a_freeze_path_with_a_dot_into_a_dict_suggests_an_index():
+    with pytest.raises(AdjointError, match=r"a dict: write \['cfg'\]"):
+        adjoint.grad(lambda m: np.sum(m["W"]), freeze=["cfg.eps"])({"W": np.ones(2), "cfg": {"eps": 1e-5}})
+
+
+def test_grads_accumulate_over_batches():
+    W = np.array([1.0, 2.0])
+    ps = adjoint.params(W)
+    total = adjoint.gradient(lambda: np.sum(W * X2), ps) + adjoint.gradient(lambda: np.sum(W * W), ps)
+    assert isinstance(total, adjoint.Grads)
+    np.testing.assert_allclose(total[W], X2 + 2 * W)

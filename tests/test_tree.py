@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint import Tangent
+from adjoint import AdjointError, Tangent
 from adjoint.tree import child, children, is_tree_with_floats, path_of, rebuild, tree_leaves, tree_map
 
 Pair = collections.namedtuple("Pair", "W b")
@@ -229,9 +229,16 @@ def test_tree_map_with_a_gradient_of_none_keeps_the_whole_tree():
 def test_tree_map_over_several_trees():
     a = {"x": 1.0, "y": [2.0, 3.0]}
     b = {"x": 10.0, "y": [20.0, 30.0]}
-    c = {"x": 100.0, "y": [200.0]}  # shorter: its missing item is None
+    c = {"x": 100.0, "y": [200.0, None]}  # None: no counterpart, the leaf is kept
     out = tree_map(lambda p, q, r: p + q + r, a, b, c)
     assert out == {"x": 111.0, "y": [222.0, 3.0]}
+
+
+def test_tree_map_refuses_a_tree_that_does_not_mirror_the_first():
+    with pytest.raises(AdjointError, match="does not mirror"):
+        tree_map(lambda p, q: p + q, {"y": [2.0, 3.0]}, {"y": [20.0]})
+    with pytest.raises(AdjointError, match="a tuple for a Pair"):
+        tree_map(lambda p, q: p + q, Pair(1.0, np.ones(1)), (1.0, np.ones(1)))
 
 
 def test_tree_map_of_namedtuples_slots_and_tangents():

@@ -87,7 +87,7 @@ class _Reverse(calls.CallAdjoints):
     def build(self) -> gast.FunctionDef:
         *body, ret = self.node.body
         self.forward, self.adjoints = self.block(body)
-        fname = "lambda" if self.ctx.source.name == "<lambda>" else self.ctx.source.name
+        fname = "lambda" if self.ctx.source.name == "<lambda>" else self.ctx.source.name.strip("_") or "function"
         pullback_name = self.ctx.namer.new(f"{fname}_pullback")
         out = ret.value
         seed = self.cot.name(out.id) if isinstance(out, gast.Name) else self.ctx.namer.new("out_bar")

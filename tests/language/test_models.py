@@ -1515,7 +1515,7 @@ def momentum_loss(m):
 
 
 def test_sgd_momentum_steps_by_hand():
-    model = {"w": np.array([1.0, -2.0]), "s": 0.5}
+    model = {"w": np.array([1.0, -2.0]), "s": np.array(0.5)}  # a trainable scalar: a 0-d array
     opt = adjoint.optim.SGD(lr=0.1, momentum=0.9)
     w, s = model["w"].copy(), 0.5
     vw, vs = np.zeros(2), 0.0
