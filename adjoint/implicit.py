@@ -84,27 +84,26 @@ def params(*trees) -> Params:
     Params(2 arrays: (2, 2), (2,))
     """
     found, seen = [], set()
-
-    def walk(tree):
-        if isinstance(tree, np.ndarray):
-            if is_differentiable(tree):
-                found.append(tree)
-            return
-        if is_struct(tree):
-            if id(tree) in seen:
-                return
-            seen.add(id(tree))
-            frozen = frozen_fields(tree)
-            for key, value in children(tree):
-                if key not in frozen:
-                    walk(value)
-            return
-        for _, value in children(tree):
-            walk(value)
-
     for tree in trees:
-        walk(tree)
+        _collect(tree, found, seen)
     return Params(found)
+
+
+def _collect(tree, found, seen) -> None:
+    """Append the trainable float arrays of `tree` to `found` (`seen`: the containers and
+    objects walked, each once, so ties and cycles end)."""
+    if isinstance(tree, np.ndarray):
+        if is_differentiable(tree):
+            found.append(tree)
+        return
+    if is_struct(tree) or isinstance(tree, (dict, list)):
+        if id(tree) in seen:
+            return
+        seen.add(id(tree))
+    frozen = frozen_fields(tree) if is_struct(tree) else ()
+    for key, value in children(tree):
+        if key not in frozen:
+            _collect(value, found, seen)
 
 
 class Grads(collections.abc.Mapping):

@@ -30,7 +30,8 @@ __all__ = ["tree_leaves", "tree_map", "children", "rebuild"]
 def tree_leaves(tree) -> list:
     """The float leaves of `tree` (floats and float arrays), in order: dict entries in key
     order, items in sequence order, an object's fields in declaration order. `None`, ints,
-    strings and functions are skipped, and an object reached twice is walked once.
+    strings and functions are skipped, and an object, dict or list reached twice (tied, or
+    in a cycle) is walked once.
 
     >>> import numpy as np, adjoint
     >>> adjoint.tree_leaves([1.0, {"a": np.zeros(2), "n": 3}, None])
@@ -45,7 +46,7 @@ def _walk(tree, visit, seen):
     if is_differentiable(tree):
         visit(tree)
         return
-    if is_struct(tree) or isinstance(tree, Tangent):
+    if is_struct(tree) or isinstance(tree, (Tangent, dict, list)):  # what can be reached twice, or hold itself
         if id(tree) in seen:
             return
         seen.add(id(tree))
