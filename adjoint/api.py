@@ -146,14 +146,16 @@ def _implicit_gradient(f, ps, kwargs):
     return implicit.Grads(ps, collector.sums)
 
 
-def source(f, wrt=None, *, args=None, freeze=None) -> str:
+def source(f, wrt=None, *, args=None, freeze=None, params=None) -> str:
     """The generated Python source of `f`'s forward function and pullback.
 
     `wrt` (an int or tuple of ints) picks the parameters to differentiate; by default all
     positional parameters. Given example arguments `args` (and `freeze`, as in `gradient`), the
     source is the one those arguments get: specialised on the fields their classes or
     `freeze` leave frozen. With `args`, `f` may also be a layer (`source(layer, args=(x,))`
-    shows its `__call__`, the layer first) or a bound method.
+    shows its `__call__`, the layer first) or a bound method. With `params` (from
+    `adjoint.params`), the code `gradient(f, params)` runs: also differentiated with respect to
+    the globals and closure variables of `f` holding them.
 
     >>> import numpy as np, adjoint
     >>> def f(x):
@@ -192,7 +194,11 @@ def source(f, wrt=None, *, args=None, freeze=None) -> str:
         positions = tuple(i for i in positions if i < len(args) and arguments.carries_gradient(args[i], i, f))
         freezings = trainable.freezings(args, positions, positions, freeze)
         spec = trainable.frozen_spec(freezings)
-    return pipeline.compiled(f, positions, spec).text
+    if params is None:
+        return pipeline.compiled(f, positions, spec).text
+    with implicit.collecting(params) as collector:
+        held = implicit.implicit_names(f, positions, collector)
+        return pipeline.compiled(f, positions + held, spec, implicit=True).text
 
 
 def rrule(*primitives):

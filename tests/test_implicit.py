@@ -270,3 +270,16 @@ def test_gradient_leaves_no_collector_running():
     adjoint.gradient(lambda: global_loss(np.ones(2)), adjoint.params(W))
     assert collector() is None
     np.testing.assert_allclose(adjoint.grad(uses_nothing)(np.ones(2)), np.ones(2))
+
+
+W_SOURCE = np.ones((3, 2))
+
+
+def predict_with_global_weights(x):
+    return np.tanh(x @ W_SOURCE)
+
+
+def test_source_with_params_shows_the_code_an_implicit_gradient_runs():
+    text = adjoint.source(predict_with_global_weights, wrt=(), params=adjoint.params(W_SOURCE))
+    assert "W_SOURCE_bar = " in text and "return (None, W_SOURCE_bar)" in text
+    assert "W_SOURCE_bar" not in adjoint.source(predict_with_global_weights, wrt=())
