@@ -102,10 +102,10 @@ class CallAdjoints:
         helper = "vjp"
         if isinstance(call.func, gast.Name) and call.func.id in self.varied:
             operands, helper = [call.func] + operands, "closure_vjp"
-        wrt = self._positions(operands)
-        vjp_args = [syntax.const(wrt), call.func] + list(call.args)
+        wrt, unvaried = self._wrt_expression(operands)
+        vjp_args = [wrt, call.func] + list(call.args)
         vjp = syntax.call(f"{self.alias}.{helper}", vjp_args, call.keywords)
-        self._call_with_pullback(stmt, target, vjp, operands, callee.text)
+        self._call_with_pullback(stmt, target, vjp, operands, callee.text, unvaried)
 
     def _method_call(self, stmt, target, call, callee):
         """`x.sum(axis=0)` as `adj.method_vjp(wrt, x, "sum", axis=0)`: what the method is
@@ -190,7 +190,32 @@ class CallAdjoints:
     def _positions(self, operands) -> tuple:
         return tuple(i for i, a in enumerate(operands) if isinstance(a, gast.Name) and a.id in self.varied)
 
-    def _call_with_pullback(self, stmt, target, call, args, text):
+    def _wrt_expression(self, operands):
+        """`wrt` for a call in a loop, and the position whose operand may still be the loop's
+        starting value (or None). A value a loop carries (`x = layer(x)`) varies from its
+        second iteration when it starts from a constant (the data): on the first, the call is
+        not asked for its gradient, `(0, 1) if x_1 is not x else (0,)`, so a model's first
+        layer spends no work on the gradient of its input."""
+        wrt = self._positions(operands)
+        for position, operand in enumerate(operands):
+            start = self._constant_start(operand) if position in wrt else None
+            if start is not None:
+                test = syntax.compare(syntax.name(operand.id), [gast.IsNot()], [syntax.name(start)])
+                fewer = tuple(i for i in wrt if i != position)
+                return gast.IfExp(test=test, body=syntax.const(wrt), orelse=syntax.const(fewer)), position
+        return syntax.const(wrt), None
+
+    def _constant_start(self, operand):
+        """The name a loop's carried `operand` starts from, if that carries no gradient."""
+        if not isinstance(operand, gast.Name):
+            return None
+        for record in self.building:
+            before = record.phis.get(operand.id, (None, None))[0]
+            if before is not None and before not in self.varied:
+                return before
+        return None
+
+    def _call_with_pullback(self, stmt, target, call, args, text, unvaried=None):
         pullback = self.ctx.namer.new(f"{text.rsplit('.', 1)[-1]}_pullback")
         pair = syntax.tuple_([syntax.store(target), syntax.store(pullback)], syntax.STORE)
         self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
@@ -201,12 +226,17 @@ class CallAdjoints:
             cotangents = syntax.call(syntax.name(pullback), [syntax.name(bar)])
             if not active:  # implicit parameters: the call's pullback adds to them itself
                 return [syntax.expression_statement(cotangents)], [None] * len(args)
+            def part(source, i):  # an operand left out of `wrt` on a loop's first iteration: None, read as zeros
+                if i == unvaried:
+                    return syntax.call(f"{self.alias}.item_bar", [source, syntax.const(i), syntax.copy_node(args[i])])
+                return syntax.subscript(source, i)
+
             if len(active) == 1:  # use it in place: `x_bar = f_pullback(y_bar)[0]`
-                return [], [syntax.subscript(cotangents, i) if i in active else None for i in range(len(args))]
+                return [], [part(cotangents, i) if i in active else None for i in range(len(args))]
             if not names:
                 names.append(self.ctx.namer.new(f"{self.cot.name(target)}s"))
             bars = names[0]
-            contributions = [syntax.subscript(syntax.name(bars), i) if i in active else None for i in range(len(args))]
+            contributions = [part(syntax.name(bars), i) if i in active else None for i in range(len(args))]
             return [syntax.assign(bars, cotangents)], contributions
 
         self._adjoint(stmt, target, args, make)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import adjoint
+from adjoint import runtime as adj
 from adjoint.testing import check_grad
 
 X = np.array([0.4, -0.7, 1.1])
@@ -317,3 +318,30 @@ def test_starred_method_calls_go_through_the_methods_function():
     # `x.sum(*axes)` and `self.forward(*args, **kwargs)`: the function, with the receiver first
     check_grad(starred_method_call, np.arange(6.0).reshape(2, 3))
     assert "adj.method_function(x, 'sum')" in adjoint.source(starred_method_call)
+
+
+class _Dense:
+    def __init__(self, W):
+        self.W = W
+
+    def __call__(self, x):
+        return np.tanh(x @ self.W)
+
+
+def _chain_loss(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return np.sum(x ** 2)
+
+
+def test_a_value_a_loop_carries_from_data_is_not_differentiated_on_the_first_iteration(monkeypatch):
+    # a model's first layer spends no work on the gradient of the data it was given
+    layers = [_Dense(np.full((3, 3), 0.2)), _Dense(np.full((3, 3), 0.1)), _Dense(np.full((3, 2), 0.3))]
+    x = np.ones((4, 3))
+    check_grad(_chain_loss, layers, x)
+    calls = []
+    original = adj.matmul_lhs_bar
+    monkeypatch.setattr(adj, "matmul_lhs_bar", lambda *a: calls.append(1) or original(*a))
+    adjoint.grad(_chain_loss)(layers, x)
+    assert len(calls) == 2  # the input gradients of layers 2 and 3 only
+    assert "(0, 1) if x_1 is not x else (0,)" in adjoint.source(_chain_loss, wrt=0)
