@@ -118,7 +118,8 @@ def gradient(f, *args, freeze=None, **kwargs):
 
     `gradient(f, ps)`, with `ps = adjoint.params(...)` and `f` taking no arguments, takes the
     gradient with respect to those arrays wherever `f` reaches them (arguments, globals,
-    closures) and returns an `adjoint.Grads`, a mapping from each array to its gradient.
+    closures) and returns an `adjoint.Grads`, a mapping from each array to its gradient, with
+    the loss as `gs.value`.
 
     >>> import adjoint
     >>> def f(x, y):
@@ -143,7 +144,7 @@ def _implicit_gradient(f, ps, kwargs):
     with implicit.collecting(ps) as collector:
         value, back = _pullback(f, (), kwargs, (), implicit_parameters=True)
         back(arguments.unit(value, f))
-    return implicit.Grads(ps, collector.sums)
+    return implicit.Grads(ps, collector.sums, value)
 
 
 def source(f, wrt=None, *, args=None, freeze=None, params=None) -> str:

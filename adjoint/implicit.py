@@ -109,7 +109,8 @@ def _collect(tree, found, seen) -> None:
 class Grads(collections.abc.Mapping):
     """The gradients of implicit parameters: `gs[W]` is the gradient of the array `W`, looked
     up by identity. Iterating gives the parameters, in the order of their `Params`; a
-    parameter nothing reached has zeros. `tree_leaves(gs)` are the gradients.
+    parameter nothing reached has zeros. `tree_leaves(gs)` are the gradients, and `gs.value`
+    is the loss they are the gradients of (what `gradient(loss, ps)` computed).
 
     >>> import numpy as np
     >>> W, unused = np.array([1.0, 2.0]), np.ones(3)
@@ -118,9 +119,10 @@ class Grads(collections.abc.Mapping):
     (array([0.5, 0.5]), array([0., 0., 0.]))
     """
 
-    def __init__(self, ps: Params, sums: dict):
+    def __init__(self, ps: Params, sums: dict, value=None):
         self._params = ps
         self._grads = {id(p): _as_gradient(sums.get(id(p)), p) for p in ps}
+        self.value = value  # the loss these are the gradients of (None for a sum of them)
 
     def __getitem__(self, array):
         try:
@@ -152,7 +154,7 @@ class Grads(collections.abc.Mapping):
     def __tree_rebuild__(self, parts):
         """Grads for the same parameters with the gradients in `parts` (by position) replaced."""
         new = object.__new__(Grads)
-        new._params = self._params
+        new._params, new.value = self._params, None
         new._grads = {id(p): parts.get(i, self._grads[id(p)]) for i, p in enumerate(self._params)}
         return new
 

@@ -80,9 +80,9 @@ def implicit(rng, x, y):
     opt = adjoint.optim.SGD(lr=0.1, momentum=0.9)
     losses = []
     for step in range(301):
-        losses.append(np.mean((predict(x) - y) ** 2))
         gs = adjoint.gradient(lambda: np.mean((predict(x) - y) ** 2), ps)
         opt.step(ps, gs)  # updates W1, b1, W2, b2 in place
+        losses.append(gs.value)  # the loss the gradients were taken at
         if step % 100 == 0:
             print(f"  step {step:3d}  loss {losses[-1]:.5f}")
     return losses

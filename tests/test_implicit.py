@@ -283,3 +283,10 @@ def test_source_with_params_shows_the_code_an_implicit_gradient_runs():
     text = adjoint.source(predict_with_global_weights, wrt=(), params=adjoint.params(W_SOURCE))
     assert "W_SOURCE_bar = " in text and "return (None, W_SOURCE_bar)" in text
     assert "W_SOURCE_bar" not in adjoint.source(predict_with_global_weights, wrt=())
+
+
+def test_grads_carry_the_loss_they_were_taken_at():
+    W = np.array([1.0, 2.0])
+    gs = adjoint.gradient(lambda: np.sum(W ** 2), adjoint.params(W))
+    assert gs.value == pytest.approx(5.0)
+    assert (gs + gs).value is None
