@@ -16,17 +16,6 @@ def name_of(f) -> str:
     return f"`{getattr(f, '__qualname__', f)}`"
 
 
-def leaves(tree):
-    """The items of nested tuples and lists, in order.
-
-    >>> leaves((1.0, [2.0, (3.0,)]))
-    [1.0, 2.0, 3.0]
-    """
-    if isinstance(tree, (tuple, list)):
-        return [leaf for t in tree for leaf in leaves(t)]
-    return [tree]
-
-
 def carries_gradient(arg, index, f) -> bool:
     """Whether argument `index` of `f` gets a gradient: a float or float array, or a container
     or object holding one (a model). Complex values are refused with what to do instead."""

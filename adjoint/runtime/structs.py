@@ -200,13 +200,13 @@ def field_bar(g, obj, name):
     return Tangent(type(obj), {name: g})
 
 
-_METHOD, _CLASS_VALUE = "method", "class value"
+_METHOD = "method"
 
 
 @functools.lru_cache(maxsize=None)
 def _attribute_kind(cls, name):
-    """What `name` is on the class `cls`: `_METHOD`, a property's getter function,
-    `_CLASS_VALUE` (a plain class attribute), or None (not on the class, or a slot: a field)."""
+    """What `name` is on the class `cls`: `_METHOD`, a property's getter function, or None
+    (a field, a slot, or a class attribute: its entry stays, see `field_bar`)."""
     attribute = inspect.getattr_static(cls, name, None)
     if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)):
         return _METHOD
@@ -214,8 +214,6 @@ def _attribute_kind(cls, name):
         return attribute.fget
     if isinstance(attribute, functools.cached_property):  # its cache in the instance is not a field
         return attribute.func
-    if attribute is not None and not hasattr(type(attribute), "__get__"):
-        return _CLASS_VALUE
     return None
 
 
