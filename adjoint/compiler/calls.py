@@ -55,6 +55,7 @@ class CallAdjoints:
             self._vjp_call(stmt, target, call, callee)
 
     def _rule_call(self, stmt, target, rule, args, keywords, text):
+        keywords = {k: v for k, v in keywords.items() if k != "out"}  # `effects` refuses `out=` already
         if rule is None:
             self._unsupported(stmt, stmt.value, f"adjoint has no rule for `{text}`")
             return
@@ -91,6 +92,13 @@ class CallAdjoints:
         self._adjoint(stmt, target, args, lambda bar: (inlined.body, results))
 
     def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
+        refusal = None if any(isinstance(a, gast.Starred) for a in args) else rule.refusal(len(args), keywords)
+        if refusal:
+            self._unsupported(
+                stmt, stmt.value, f"adjoint's rule for `{text}` {refusal}",
+                "call it as the rule allows, or register a fuller rule with @adjoint.rrule",
+            )
+            return
         rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
         call = syntax.call(syntax.name(rule_name), args, keywords)
         self._call_with_pullback(stmt, target, call, args, text)

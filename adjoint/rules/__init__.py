@@ -1,5 +1,6 @@
 """adjoint's built-in rules, one module per family of primitives; importing this registers them all."""
 
 from . import (  # noqa: F401
-    builtins, containers, elementwise, linalg, math, methods, reductions, sequences, shape,
+    assembly, builtins, complex, containers, decompositions, elementwise, fft, linalg, math, methods, norms,
+    reductions, selection, sequences, shape, trigonometric,
 )

@@ -149,7 +149,10 @@ def clip_rrule(a, *bounds, **keyword_bounds):
         to_a = ans == a
         to_high = ~to_a & (ans == high)
         to_low = ~to_a & ~to_high & (ans == low)
-        bounds_bar = [adj.unbroadcast(np.where(to, g, 0), bound) for to, bound in zip((to_low, to_high), bounds)]
+        bounds_bar = [
+            None if bound is None else adj.unbroadcast(np.where(to, g, 0), bound)
+            for to, bound in zip((to_low, to_high), bounds)
+        ]
         return (adj.unbroadcast(np.where(to_a, g, 0), a), *bounds_bar)
 
     return ans, clip_pullback

@@ -40,6 +40,15 @@ from .linear import (
     _as_matrices, dot_lhs_bar, dot_rhs_bar, layout_order, matmul_lhs_bar, matmul_rhs_bar, unravel,
     untranspose,
 )
+# The helpers of each family of rules, every name in each module's `__all__`.
+from . import assembly, factorizations, gathering, pointwise, reducing, shaping, spectral
+from .assembly import *  # noqa: F401,F403
+from .factorizations import *  # noqa: F401,F403
+from .gathering import *  # noqa: F401,F403
+from .pointwise import *  # noqa: F401,F403
+from .reducing import *  # noqa: F401,F403
+from .shaping import *  # noqa: F401,F403
+from .spectral import *  # noqa: F401,F403
 
 __all__ = [
     "RuleError",
@@ -82,6 +91,8 @@ __all__ = [
     "no_cotangents",
     "zeros_for_none",
 ]
+for _family in (assembly, factorizations, gathering, pointwise, reducing, shaping, spectral):
+    __all__ += _family.__all__
 
 
 # ---- calls into other functions ----------------------------------------------------------------
@@ -153,6 +164,9 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
     """
     rule = registry.lookup(fn)
     if rule is not None:
+        refusal = kwargs and rule.refusal(len(receiver) + len(args), kwargs)
+        if refusal:
+            raise RuleError(f"adjoint's rule for `{getattr(fn, '__qualname__', fn)}` {refusal}")
         value, pullback = rule.rrule(*receiver, *args, **kwargs)
     elif registry.is_non_differentiable(fn):
         value, pullback = fn(*args, **kwargs), None

@@ -43,7 +43,7 @@ def matmul_rhs_bar(g, a, b):
 def dot_lhs_bar(g, a, b):
     """Cotangent of `a` in `np.dot(a, b)`, for every combination of dimensions."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * np.conj(b), a)
+        return unbroadcast(g * b, a)
     b_kept = [i for i in range(np.ndim(b)) if i != max(np.ndim(b) - 2, 0)]
     g_axes = list(range(np.ndim(g) - len(b_kept), np.ndim(g)))
     return np.tensordot(g, b, axes=(g_axes, b_kept)).astype(np.result_type(a), copy=False)
@@ -52,7 +52,7 @@ def dot_lhs_bar(g, a, b):
 def dot_rhs_bar(g, a, b):
     """Cotangent of `b` in `np.dot(a, b)`, for every combination of dimensions."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * np.conj(a), b)
+        return unbroadcast(g * a, b)
     lead = list(range(np.ndim(a) - 1))
     b_bar = np.tensordot(a, g, axes=(lead, lead))
     return np.moveaxis(b_bar, 0, max(np.ndim(b) - 2, 0)).astype(np.result_type(b), copy=False)

@@ -1,0 +1,1 @@
+"""Assembling and splitting arrays: concatenate, the stacks, the splits, tile, repeat, pad."""

@@ -1,0 +1,1 @@
+"""Linear algebra beyond products: inverses, solves, determinants and factorizations."""

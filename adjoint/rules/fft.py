@@ -1,0 +1,1 @@
+"""Discrete Fourier transforms of `np.fft`: each a linear map, whose transpose is another transform."""

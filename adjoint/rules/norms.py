@@ -1,0 +1,1 @@
+"""Norms: `np.linalg.norm` of vectors and matrices, every `ord` and `axis`."""

@@ -1,0 +1,1 @@
+"""Selecting entries: diagonals, triangles, take, take_along_axis, sort, select."""

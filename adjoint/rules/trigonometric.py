@@ -1,0 +1,1 @@
+"""Trigonometric, inverse trigonometric and hyperbolic functions, by their partial derivatives."""

@@ -1,0 +1,64 @@
+"""Inputs for the systematic rule tests: shapes, broadcasting pairs, axes and dtypes.
+
+Every rule test draws its arguments here, so each rule is checked over the same grid: a Python
+float, a 0-d array, `(3,)`, `(2, 3)` and `(1, 3)`, broadcasting pairs, every `axis`/`keepdims`
+variant, in float32 and float64.
+"""
+
+import itertools
+
+import numpy as np
+
+SHAPES = [None, (), (3,), (2, 3), (1, 3)]  # None: a Python float
+ARRAY_SHAPES = [(), (3,), (2, 3), (1, 3)]
+BROADCAST_PAIRS = [
+    ((3,), (3,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((3,), (2, 3)), ((2, 3), (1, 3)), ((1, 3), (2, 1)),
+    ((2, 3), ()), (None, (2, 3)), ((3,), None), (None, None),
+]
+DTYPES = [np.float32, np.float64]
+
+
+def sample(rng, domain, shape, dtype=np.float64):
+    """A Python float (`shape` None) or an array of `dtype`, drawn from `domain`:
+
+    - "real": normal; "positive": in (0.5, 2); "nonzero": +-(0.5, 2);
+    - "unit": in (-0.9, 0.9) (arcsin, arctanh, tan); "above_one": in (1.1, 3) (arccosh);
+    - "distinct": a permutation of well-separated values (sort, max without ties);
+    - "complex": complex normal (complex64 for float32, complex128 for float64).
+    """
+    size = 1 if shape is None else shape
+    count = int(np.prod(size))
+    if domain == "real":
+        values = rng.normal(size=size)
+    elif domain == "positive":
+        values = rng.uniform(0.5, 2.0, size=size)
+    elif domain == "nonzero":
+        values = rng.choice([-1.0, 1.0], size=size) * rng.uniform(0.5, 2.0, size=size)
+    elif domain == "unit":
+        values = rng.uniform(-0.9, 0.9, size=size)
+    elif domain == "above_one":
+        values = rng.uniform(1.1, 3.0, size=size)
+    elif domain == "distinct":
+        values = np.reshape(rng.permutation(count) * 0.5 - count / 4 + rng.uniform(0, 0.1, size=count), size)
+    elif domain == "complex":
+        values = rng.normal(size=size) + 1j * rng.normal(size=size)
+        dtype = np.complex64 if dtype == np.float32 else np.complex128
+    else:
+        raise ValueError(domain)
+    if shape is None:
+        return complex(values.flat[0]) if domain == "complex" else float(values.flat[0])
+    return np.asarray(values, dtype=dtype)
+
+
+def axis_variants(ndim):
+    """`(axis, keepdims)` pairs for a reduction of an array with `ndim` dimensions: no axis,
+    each axis (and its negative), every pair of axes, with and without `keepdims`."""
+    axes = [None] + list(range(ndim)) + [-1] * (ndim > 0)
+    axes += [tuple(pair) for pair in itertools.combinations(range(ndim), 2)]
+    return [(axis, keepdims) for axis in axes for keepdims in (False, True)]
+
+
+def grid(*parts):
+    """The product of parameter lists, flattened into tuples (for `pytest.mark.parametrize`)."""
+    return [tuple(itertools.chain.from_iterable(p if isinstance(p, tuple) else (p,) for p in combo))
+            for combo in itertools.product(*parts)]
