@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
 import types
 from typing import Callable
@@ -50,6 +51,7 @@ class Rule:
     rrule: Callable
     definition: Callable
     partials: Callable | None = None
+    sequences: bool = False  # its operands may be lists or tuples of arrays (`np.concatenate(xs)`)
 
     def refusal(self, positional: int, keywords) -> str | None:
         """Why a call with `positional` arguments and these keyword names does not fit the
@@ -106,8 +108,27 @@ def lookup(primitive) -> Rule | None:
     entry = _RULES.get(_key(primitive))
     if entry is not None and entry[0] is primitive:
         return entry[1]
+    if _loads_optional_rules(primitive):
+        return lookup(primitive)
     function = unbound(primitive)
     return lookup(function) if function is not None else None
+
+
+# Rules for optional libraries, imported the first time one of the library's functions is looked
+# up, so that `import adjoint` never imports them: the library's module prefix -> rule module.
+_OPTIONAL_RULES = {"scipy.": "adjoint.rules.scipy_special"}
+_loaded_optional: set[str] = set()
+
+
+def _loads_optional_rules(primitive) -> bool:
+    """Import the optional rules for `primitive`'s library if not done yet; whether it did."""
+    module = getattr(primitive, "__module__", None) or ""
+    for prefix, rules_module in _OPTIONAL_RULES.items():
+        if module.startswith(prefix) and rules_module not in _loaded_optional:
+            _loaded_optional.add(rules_module)
+            importlib.import_module(rules_module)
+            return True
+    return False
 
 
 def is_non_differentiable(primitive) -> bool:
@@ -142,14 +163,15 @@ def _register(primitive, rule: Rule) -> None:
     version += 1
 
 
-def rrule(*primitives, checked: bool = False):
+def rrule(*primitives, checked: bool = False, sequences: bool = False):
     """Register a reverse rule for one or more primitives (used as a decorator).
 
     The rule is called with the primitive's arguments, keywords such as `axis=` included, and
     returns `(value, pullback)`; `pullback(cotangent)` returns one cotangent per positional
     argument, `None` where an argument has none. With `checked=True` (how `adjoint.rrule`
     registers users' rules) the pullback's length is checked and a `None` for a float argument
-    becomes zeros.
+    becomes zeros. `sequences=True` declares that operands may be lists or tuples of arrays
+    (`np.concatenate(xs)`), whose cotangents the pullback returns as the same kind of sequence.
 
     `adjoint.rrule` is the public front end, with an example.
     """
@@ -159,7 +181,7 @@ def rrule(*primitives, checked: bool = False):
     def register(rule_fn):
         fn = _with_zero_cotangents(rule_fn) if checked else rule_fn
         for primitive in primitives:
-            _register(primitive, Rule(primitive, fn, rule_fn))
+            _register(primitive, Rule(primitive, fn, rule_fn, sequences=sequences))
         return rule_fn
 
     return register

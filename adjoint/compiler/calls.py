@@ -297,7 +297,7 @@ def _concatenation(rule, args, sequences) -> bool:
 
 def _takes_sequences(rule) -> bool:
     """Rules whose operands are sequences by design (`np.stack(hs)`, `sum(terms)`)."""
-    return any(rule.primitive is p for p in _SEQUENCE_PRIMITIVES)
+    return rule.sequences or any(rule.primitive is p for p in _SEQUENCE_PRIMITIVES)
 
 
 _SEQUENCE_PRIMITIVES = (
