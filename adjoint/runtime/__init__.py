@@ -41,8 +41,9 @@ from .linear import (
     untranspose,
 )
 # The helpers of each family of rules, every name in each module's `__all__`.
-from . import assembly, factorizations, gathering, pointwise, reducing, shaping, spectral
+from . import assembly, contraction, factorizations, gathering, pointwise, reducing, shaping, spectral
 from .assembly import *  # noqa: F401,F403
+from .contraction import *  # noqa: F401,F403
 from .factorizations import *  # noqa: F401,F403
 from .gathering import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
@@ -91,7 +92,7 @@ __all__ = [
     "no_cotangents",
     "zeros_for_none",
 ]
-for _family in (assembly, factorizations, gathering, pointwise, reducing, shaping, spectral):
+for _family in (assembly, contraction, factorizations, gathering, pointwise, reducing, shaping, spectral):
     __all__ += _family.__all__
 
 
