@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: test demo bench clean
+.PHONY: test demo bench docs clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ demo: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/run.py
+
+docs: $(VENV)/.installed
+	$(BIN)/python -m adjoint.catalog > docs/rules.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -77,6 +77,8 @@ def project(arg, cotangent):
         return runtime.zeros_like(arg)
     if type(arg) is float:
         return float(np.real(cotangent))
+    if type(arg) is complex:
+        return complex(cotangent)
     dtype = arg.dtype if isinstance(arg, (np.ndarray, np.generic)) else np.result_type(arg)
     if isinstance(arg, np.generic):
         return dtype.type(cotangent if dtype.kind == "c" else np.real(cotangent))

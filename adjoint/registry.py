@@ -225,15 +225,15 @@ def _dense(cotangent, value):
 
 
 def padded(cotangents, count: int) -> tuple:
-    """A pullback's cotangents, `count` of them: the trailing `None`s it left out put back, and
-    the trailing `None`s for parameters the call did not pass (`x.clip(max=1)`) dropped.
+    """A pullback's cotangents for the `count` positional arguments of a call: the trailing
+    `None`s it left out put back, and the cotangents of parameters the call passed by keyword
+    or not at all (`np.average(x, weights=w)`, `x.clip(max=1)`) dropped, since keyword
+    arguments are never differentiated.
 
-    >>> padded((1.0,), 3), padded((1.0, None, None), 1)
-    ((1.0, None, None), (1.0,))
+    >>> padded((1.0,), 3), padded((1.0, None, None), 1), padded((1.0, 2.0), 1)
+    ((1.0, None, None), (1.0,), (1.0,))
     """
-    cotangents = tuple(cotangents)
-    while len(cotangents) > count and cotangents[-1] is None:
-        cotangents = cotangents[:-1]
+    cotangents = tuple(cotangents)[:count]
     return cotangents + (None,) * (count - len(cotangents))
 
 

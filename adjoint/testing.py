@@ -107,7 +107,9 @@ def _directional_derivative(f, args, kwargs, index, u, eps):
 
     def moved_leaf(leaf, direction, step):
         result = leaf + step * np.asarray(direction, dtype=np.result_type(leaf, np.float64))
-        return float(result) if type(leaf) is float else result
+        if type(leaf) is float:
+            return float(result)
+        return np.asarray(result) if isinstance(leaf, np.ndarray) else result  # a 0-d array stays one
 
     def shifted(step):
         moved = list(wide)

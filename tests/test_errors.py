@@ -8,8 +8,8 @@ from adjoint.errors import Problem
 
 
 def calls_a_ufunc_without_rule(x):
-    y = np.arcsinh(x)
-    z = np.sinc(y) + np.sinc(2.0)
+    y = np.unwrap(x)
+    z = np.i0(y) + np.i0(2.0)
     return np.sum(z)
 
 
@@ -22,18 +22,18 @@ def test_missing_rules_are_all_named_with_object_location_and_fix():
         calls_a_ufunc_without_rule.__code__.co_firstlineno + 2,
     ]
     message = str(error)
-    assert "`np.arcsinh` (numpy.arcsinh)" in message
-    assert "`np.sinc` (numpy.sinc)" in message
-    assert "@adjoint.rrule(np.arcsinh)" in message
-    assert "np.sinc(2.0)" in message  # the source line is shown ...
-    assert sum("np.sinc" in p.message for p in error.problems) == 1  # not the constant call
+    assert "`np.unwrap` (numpy.unwrap)" in message
+    assert "`np.i0` (numpy.i0)" in message
+    assert "@adjoint.rrule(np.unwrap)" in message
+    assert "np.i0(2.0)" in message  # the source line is shown ...
+    assert sum("np.i0" in p.message for p in error.problems) == 1  # not the constant call
 
 
 def test_missing_rule_caret_points_at_the_call():
     with pytest.raises(adjoint.TransformError) as info:
         adjoint.grad(calls_a_ufunc_without_rule)(np.ones(2))
     first = info.value.problems[0]
-    assert first.format().splitlines()[1:3] == ["    y = np.arcsinh(x)", "        ^^^^^^^^^^^^^"]
+    assert first.format().splitlines()[1:3] == ["    y = np.unwrap(x)", "        ^^^^^^^^^^^^"]
 
 
 def test_every_error_derives_from_adjoint_error():
@@ -46,19 +46,19 @@ def test_array_method_without_a_rule_is_named_with_a_fix():
     # array methods are differentiated by their rules at run time (`x.sum()` works); one with no
     # rule is refused when it is called, naming the method and the rule to register
     def f(x):
-        return np.sum(x.cumsum())
+        return np.sum(x.tolist())
 
     assert adjoint.grad(lambda x: x.sum())(np.ones(2)).tolist() == [1.0, 1.0]
     with pytest.raises(adjoint.AdjointError) as info:
         adjoint.grad(f)(np.ones(2))
     message = str(info.value)
-    assert "`ndarray.cumsum`" in message
-    assert "register a rule for np.ndarray.cumsum" in message
+    assert "`ndarray.tolist`" in message
+    assert "register a rule for np.ndarray.tolist" in message
 
 
 def test_primitive_without_rule_called_directly():
     with pytest.raises(adjoint.AdjointError, match="@adjoint.rrule"):
-        adjoint.grad(np.arcsinh)(1.0)
+        adjoint.grad(np.unwrap)(1.0)
 
 
 def test_problem_format():

@@ -704,8 +704,8 @@ def test_vjp_of_array_method_with_integer_dtype_result_has_no_gradient():
 
 
 def test_vjp_of_array_method_without_rule_says_which():
-    with pytest.raises(adj.RuleError, match="ndarray.cumsum"):
-        adj.vjp((0,), np.ones(2).cumsum)
+    with pytest.raises(adj.RuleError, match="ndarray.tolist"):
+        adj.vjp((0,), np.ones(2).tolist)
 
 
 def test_vjp_of_bound_non_differentiable_python_method():

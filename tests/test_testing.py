@@ -74,3 +74,76 @@ def test_mutation_is_caught():
 def test_missing_rule_is_reported():
     with pytest.raises(AssertionError, match="no rule"):
         check_rrule(lambda x: x, 1.0)
+
+
+def conjugated(z):
+    return 3.0 * z
+
+
+@adjoint.rrule(conjugated)
+def conjugated_rrule(z):
+    def conjugated_pullback(g):
+        return (np.conj(g) * 3.0,)  # the other convention: JAX's takes no conjugate
+
+    return 3.0 * z, conjugated_pullback
+
+
+def scaled_by(x, n):
+    return x * n
+
+
+@adjoint.rrule(scaled_by)
+def scaled_by_rrule(x, n):
+    def scaled_by_pullback(g):
+        return g * n, g * x  # `n` is an int: it must get None
+
+    return x * n, scaled_by_pullback
+
+
+def wrong_dtype(x):
+    return x * 2.0
+
+
+@adjoint.rrule(wrong_dtype)
+def wrong_dtype_rrule(x):
+    def wrong_dtype_pullback(g):
+        return (np.asarray(g * 2.0, dtype=np.float64),)
+
+    return x * 2.0, wrong_dtype_pullback
+
+
+def wrong_value(x):
+    return np.exp(x)
+
+
+@adjoint.rrule(wrong_value)
+def wrong_value_rrule(x):
+    def wrong_value_pullback(g):
+        return (g * np.exp(x),)
+
+    return np.exp(x) + 1.0, wrong_value_pullback
+
+
+def test_a_conjugated_complex_pullback_is_caught():
+    z = np.array([1.0 + 2.0j, -0.5 + 0.3j])
+    with pytest.raises(AssertionError, match="argument 0"):
+        check_rrule(conjugated, z)
+
+
+def test_a_complex_rule_in_jax_convention_passes():
+    check_rrule(np.multiply, np.array([1.0 + 2.0j, 0.5 - 1j]), np.array([0.3 - 0.2j, 2.0 + 0.1j]))
+
+
+def test_a_cotangent_for_an_integer_argument_is_caught():
+    with pytest.raises(AssertionError, match="argument 1: int 3 carries no gradient"):
+        check_rrule(scaled_by, np.array([0.3, 1.1]), 3)
+
+
+def test_a_float32_argument_given_a_float64_cotangent_is_caught():
+    with pytest.raises(AssertionError, match="dtype float64 differs"):
+        check_rrule(wrong_dtype, np.array([0.3, 1.1], dtype=np.float32))
+
+
+def test_a_rule_whose_value_differs_from_the_primitive_is_caught():
+    with pytest.raises(AssertionError, match="value differs"):
+        check_rrule(wrong_value, np.array([0.3, 1.1]))

@@ -43,7 +43,8 @@ class CallAdjoints:
             if syntax.load_names(value) & self.varied:
                 self.ctx.problem(
                     call, f"the gradient cannot flow through the keyword argument `{key}=`",
-                    "pass the differentiable value as a positional argument",
+                    "pass the differentiable value as a positional argument if the function takes it "
+                    "by position; otherwise hold it constant (a keyword argument is never differentiated)",
                 )
         if callee.kind == resolve.RULE:
             self._rule_call(stmt, target, callee.rule, call.args, keywords, callee.text)
@@ -302,7 +303,5 @@ def _takes_sequences(rule) -> bool:
 
 _SEQUENCE_PRIMITIVES = (
     runtime.append, runtime.setitem, builtins.sum, builtins.max, builtins.min, builtins.list,
-    builtins.tuple, builtins.len, np.stack, np.array, np.asarray,
-    # reductions read a list as the array it makes: `np.mean(losses)`
-    np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var,
+    builtins.tuple, builtins.len, np.array, np.asarray,
 )

@@ -24,6 +24,7 @@ written by hand. A rule of any other shape is called as it is (see `reverse`).
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dataclasses
 import inspect
@@ -217,10 +218,25 @@ def _defaults(node, params) -> dict[str, object]:
     ]
     defaults = {}
     for param, default in pairs:
-        if not isinstance(default, gast.Constant):
-            raise _NotInlinable
-        defaults[param.id] = default.value
+        defaults[param.id] = _literal(default)
     return defaults
+
+
+def _literal(node):
+    """The value of a default written as a literal: a constant, `-1`, or a tuple of them (`(-2, -1)`)."""
+    try:
+        value = ast.literal_eval(gast.unparse(node))
+    except (ValueError, SyntaxError):
+        raise _NotInlinable from None
+    if not _is_literal(value):
+        raise _NotInlinable
+    return value
+
+
+def _is_literal(value) -> bool:
+    if type(value) is tuple:
+        return all(_is_literal(v) for v in value)
+    return value is None or type(value) in (bool, int, float, str)
 
 
 def _globals_of(fn, node, local_names) -> dict[str, object]:

@@ -1,10 +1,27 @@
 """Elementwise NumPy functions and Python's arithmetic operators, by their partial derivatives.
 
 Each rule gives `d(ans)/d(input)` as a function of the output `ans` and the inputs; the
-registry multiplies by the cotangent and unbroadcasts. Ties of `maximum`/`minimum` split the
-cotangent equally between the two inputs, as autograd does.
+registry multiplies by the cotangent and unbroadcasts. Partials hold for complex inputs in
+JAX's convention (the cotangent of `z = x + iy` is `dL/dx - i dL/dy`): a holomorphic
+function's partial is its complex derivative, with no conjugate; `abs`, which is not
+holomorphic, has `conj(z) / |z|`. Where a formula would divide 0 by 0 at a point where the
+function is finite, the partial is 0 there (`abs` at 0), as in autograd and JAX.
+
+Every NumPy ufunc is classified, here or in `trigonometric` (sin ... arctanh, arctan2, hypot,
+angle conversions, and `np.sinc`):
+
+- rules: add, subtract, multiply, divide, negative, positive, reciprocal, mod/remainder, fmod,
+  divmod, power, float_power, sqrt, cbrt, square, exp, exp2, expm1, log, log2, log10, log1p,
+  logaddexp, logaddexp2, abs/absolute, fabs, maximum, minimum, fmax, fmin, copysign,
+  heaviside (its second argument, the value at 0, gets the cotangent where the first is 0),
+  nextafter, ldexp, frexp, modf; and `np.where`, `np.clip`, `np.nan_to_num` (not ufuncs);
+- zero gradient (`non_differentiable`): the piecewise constant floor, ceil, rint, trunc
+  (with `np.round`, `np.around`, `np.fix`), sign, signbit, spacing, floor_divide; comparisons,
+  isnan/isinf/isfinite/isnat, logical_*; the integer-only bitwise_*, invert, shifts, gcd, lcm;
+- elsewhere: conj/conjugate (`complex`); the products matmul, vecdot, matvec, vecmat (`linalg`).
 """
 
+import math
 import operator
 
 import numpy as np
@@ -44,16 +61,28 @@ def d_positive(ans, a):
     return 1
 
 
+@elementwise(np.reciprocal)
+def d_reciprocal(ans, x):
+    return -ans * ans
+
+
+# `a - b * floor(a / b)` (Python's `%`) and `a - b * trunc(a / b)` (C's fmod): the quotient is
+# locally constant.
 @elementwise(operator.mod, np.mod)
 def d_mod(ans, a, b):
     return 1, -np.floor(a / b)
+
+
+@elementwise(np.fmod)
+def d_fmod(ans, a, b):
+    return 1, -np.trunc(a / b)
 
 
 # ---- powers and roots -------------------------------------------------------------------------
 
 # d/da is 0 where b = 0 (not 0 * a ** -1 = nan at a = 0), as autograd does; d/db = a ** b log(a),
 # taken as 0 where a = 0 (where a ** b is 0 or 1), as JAX does.
-@elementwise(operator.pow, np.power, pow)
+@elementwise(operator.pow, np.power, pow, np.float_power)
 def d_power(ans, a, b):
     return b * a ** np.where(b == 0, 1, b - 1), ans * np.log(np.where(a == 0, 1.0, a))
 
@@ -63,16 +92,27 @@ def d_sqrt(ans, x):
     return 0.5 / ans
 
 
+@elementwise(np.cbrt)
+def d_cbrt(ans, x):
+    return 1 / (3 * ans ** 2)
+
+
 @elementwise(np.square)
 def d_square(ans, x):
     return 2 * x
 
 
 # ---- exponentials and logarithms ----------------------------------------------------------------
+# Constants are Python floats (`math.log(2)`), which keep float32 partials float32.
 
 @elementwise(np.exp)
 def d_exp(ans, x):
     return ans
+
+
+@elementwise(np.exp2)
+def d_exp2(ans, x):
+    return ans * math.log(2)
 
 
 @elementwise(np.expm1)
@@ -85,83 +125,159 @@ def d_log(ans, x):
     return 1 / x
 
 
+@elementwise(np.log2)
+def d_log2(ans, x):
+    return 1 / (x * math.log(2))
+
+
+@elementwise(np.log10)
+def d_log10(ans, x):
+    return 1 / (x * math.log(10))
+
+
 @elementwise(np.log1p)
 def d_log1p(ans, x):
     return 1 / (1 + x)
 
 
-# ---- trigonometric and hyperbolic -------------------------------------------------------------
-
-@elementwise(np.sin)
-def d_sin(ans, x):
-    return np.cos(x)
-
-
-@elementwise(np.cos)
-def d_cos(ans, x):
-    return -np.sin(x)
+# The softmax weights of the two operands, exp(a - ans) <= 1: no overflow where exp(a) would.
+@elementwise(np.logaddexp)
+def d_logaddexp(ans, a, b):
+    return np.exp(a - ans), np.exp(b - ans)
 
 
-@elementwise(np.tan)
-def d_tan(ans, x):
-    return 1 + ans ** 2
+@elementwise(np.logaddexp2)
+def d_logaddexp2(ans, a, b):
+    return np.exp2(a - ans), np.exp2(b - ans)
 
 
-@elementwise(np.tanh)
-def d_tanh(ans, x):
-    return 1 - ans ** 2
+# ---- magnitude, sign and extrema ----------------------------------------------------------------
 
-
-# ---- magnitude, extrema and selection -----------------------------------------------------------
-
-@elementwise(np.abs, abs)
+# conj(z) / |z|, which is sign(x) for a real x; 0 at 0, as autograd does.
+@elementwise(np.abs, abs, operator.abs, np.fabs)
 def d_abs(ans, x):
-    return np.sign(x)
+    return np.conj(x) / adj.safe_divisor(ans)
 
 
-@elementwise(np.maximum, np.minimum)
+# Ties split the cotangent equally between the two inputs, as autograd does. For fmax and fmin a
+# NaN operand is never the result, so the other gets the whole cotangent.
+@elementwise(np.maximum, np.minimum, np.fmax, np.fmin)
 def d_extremum(ans, a, b):
     return adj.tie_weight(a, ans, b), adj.tie_weight(b, ans, a)
 
+
+# |a| with the sign of b, so sign(a) * sign(ans) (0 at a = 0, like abs); b only flips the sign.
+@elementwise(np.copysign)
+def d_copysign(ans, a, b):
+    return np.sign(a) * np.sign(ans), 0
+
+
+# A step at a = 0, where the value is b.
+@elementwise(np.heaviside)
+def d_heaviside(ans, a, b):
+    return 0, a == 0
+
+
+# The neighbouring float of a towards b: a itself, to within one unit in the last place.
+@elementwise(np.nextafter)
+def d_nextafter(ans, a, b):
+    return 1, 0
+
+
+# a * 2 ** i for an integer exponent i.
+@elementwise(np.ldexp)
+def d_ldexp(ans, a, i):
+    return 2.0 ** i, None
+
+
+# ---- functions with two results ------------------------------------------------------------------
+# A result nothing used has the cotangent None, which `adj.item_bar` makes zeros.
+
+# The fractional part's slope is 1; the integral part's, 0.
+@rrule(np.modf)
+def modf_rrule(x):
+    ans = np.modf(x)
+
+    def modf_pullback(g):
+        return (adj.unbroadcast_float(adj.item_bar(g, 0, ans[0]), x),)
+
+    return ans, modf_pullback
+
+
+# x = mantissa * 2 ** exponent, with an integer exponent: d mantissa / dx = 2 ** -exponent.
+@rrule(np.frexp)
+def frexp_rrule(x):
+    ans = np.frexp(x)
+
+    def frexp_pullback(g):
+        return (adj.unbroadcast_float(adj.item_bar(g, 0, ans[0]) * 2.0 ** -ans[1], x),)
+
+    return ans, frexp_pullback
+
+
+# The quotient floor(a / b) is locally constant; the remainder is `a % b`.
+@rrule(np.divmod, divmod)
+def divmod_rrule(a, b):
+    ans = divmod(a, b)
+
+    def divmod_pullback(g):
+        remainder_bar = adj.item_bar(g, 1, ans[1])
+        return (adj.unbroadcast_float(remainder_bar, a), adj.unbroadcast_float(-remainder_bar * ans[0], b))
+
+    return ans, divmod_pullback
+
+
+# ---- selection -----------------------------------------------------------------------------------
 
 @rrule(np.where)
 def where_rrule(condition, x, y):
     def where_pullback(g):
         return (
             None,
-            adj.unbroadcast(np.where(condition, g, 0), x),
-            adj.unbroadcast(np.where(condition, 0, g), y),
+            adj.unbroadcast_float(np.where(condition, g, 0), x),
+            adj.unbroadcast_float(np.where(condition, 0, g), y),
         )
 
     return np.where(condition, x, y), where_pullback
 
 
 # NumPy clips as `minimum(maximum(a, low), high)`: the cotangent goes to whichever of the three
-# the result is, `a` first at ties. Bounds passed by keyword, like every keyword, get none.
+# the result is, `a` first at ties. Bounds passed by keyword (`a_min=`, NumPy 2's `min=`), like
+# every keyword, get none, so the rule tells them from the positional ones.
 @rrule(np.clip, np.ndarray.clip)
-def clip_rrule(a, *bounds, **keyword_bounds):
-    low, high = (*bounds, None, None)[:2]
-    low = keyword_bounds.get("a_min", keyword_bounds.get("min", low))
-    high = keyword_bounds.get("a_max", keyword_bounds.get("max", high))
-    ans = np.clip(a, *bounds, **keyword_bounds)
+def clip_rrule(a, *bounds, a_min=None, a_max=None, min=None, max=None):
+    keyword_bounds = (a_min if min is None else min, a_max if max is None else max)
+    low, high = (*bounds, *keyword_bounds[len(bounds):])
+    ans = np.clip(a, low, high)
 
     def clip_pullback(g):
         to_a = ans == a
         to_high = ~to_a & (ans == high)
         to_low = ~to_a & ~to_high & (ans == low)
-        bounds_bar = [
-            None if bound is None else adj.unbroadcast(np.where(to, g, 0), bound)
-            for to, bound in zip((to_low, to_high), bounds)
-        ]
-        return (adj.unbroadcast(np.where(to_a, g, 0), a), *bounds_bar)
+        bounds_bar = (adj.unbroadcast_float(np.where(to, g, 0), bound) for to, bound in zip((to_low, to_high), bounds))
+        return (adj.unbroadcast_float(np.where(to_a, g, 0), a), *bounds_bar)
 
     return ans, clip_pullback
 
 
-# ---- piecewise constant: zero gradient everywhere they are defined ---------------------------------
+# The cotangent passes where `x` is finite; entries NumPy replaced get none. `copy=False`, which
+# overwrites `x`, is refused.
+@rrule(np.nan_to_num)
+def nan_to_num_rrule(x, *, nan=0.0, posinf=None, neginf=None):
+    def nan_to_num_pullback(g):
+        return (adj.unbroadcast_float(np.where(np.isfinite(x), g, 0), x),)
+
+    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf), nan_to_num_pullback
+
+
+# ---- piecewise constant or integer-valued: zero gradient wherever they are defined ----------------
 
 non_differentiable(
-    operator.floordiv, np.floor_divide, np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc,
-    np.isnan, np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal,
-    np.equal, np.not_equal, np.logical_and, np.logical_or, np.logical_not,
+    operator.floordiv, np.floor_divide, np.floor, np.ceil, np.rint, np.trunc, np.fix, np.round,
+    np.around, np.ndarray.round, np.sign, np.signbit, np.spacing,
+    np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+    np.isnan, np.isinf, np.isfinite, np.isnat, np.isposinf, np.isneginf,
+    np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.bitwise_count, np.invert, np.left_shift,
+    np.right_shift, np.gcd, np.lcm,
 )

@@ -1,4 +1,15 @@
-"""Products: `matmul` (and the `@` operator) and `dot`, for every combination of dimensions."""
+"""Products and contractions: `matmul` (and `@`), `dot`, `vdot`, `vecdot`, `inner`, `outer`,
+`cross`, `tensordot`, `kron`, `einsum`, `np.linalg.multi_dot`, and the array API's spellings
+in `np.linalg`.
+
+Each product is linear in each operand, so an operand's cotangent is the transposed map
+applied to `g`: a product of `g` with the other operands (`runtime.linear`,
+`runtime.contraction`). Complex operands follow JAX's and autograd's convention: the
+transpose has no conjugate (`a_bar = g @ b.T`), except where the product itself conjugates an
+operand (`vdot`); a real operand takes the real part of a complex cotangent, and an integer
+operand gets None. Operands that broadcast (`matmul`'s batch axes, `cross`, `einsum`'s
+`...`) get their cotangent summed over the broadcast axes.
+"""
 
 import operator
 
@@ -7,8 +18,10 @@ import numpy as np
 from .. import runtime as adj
 from ..registry import rrule
 
+# ---- matrix products ---------------------------------------------------------------------------
 
-@rrule(operator.matmul, np.matmul)
+
+@rrule(operator.matmul, np.matmul, np.linalg.matmul)
 def matmul_rrule(a, b):
     def matmul_pullback(g):
         return adj.matmul_lhs_bar(g, a, b), adj.matmul_rhs_bar(g, a, b)
@@ -22,3 +35,122 @@ def dot_rrule(a, b):
         return adj.dot_lhs_bar(g, a, b), adj.dot_rhs_bar(g, a, b)
 
     return np.dot(a, b), dot_pullback
+
+
+# `np.linalg.multi_dot(arrays)`: each matrix gets g between the transposed products on either side.
+@rrule(np.linalg.multi_dot, sequences=True)
+def multi_dot_rrule(arrays):
+    def multi_dot_pullback(g):
+        return (adj.multi_dot_bars(g, arrays),)
+
+    return np.linalg.multi_dot(arrays), multi_dot_pullback
+
+
+# ---- vector products ---------------------------------------------------------------------------
+
+
+# vdot(a, b) = sum(conj(a) * b), both flattened: holomorphic in b, antiholomorphic in a, so
+# dL = Re(g * sum(conj(da) * b)) = Re(sum(da * conj(g * b))): a's cotangent is conjugated.
+@rrule(np.vdot)
+def vdot_rrule(a, b):
+    def vdot_pullback(g):
+        return adj.cotangent_like(np.conj(g * b), a), adj.cotangent_like(g * np.conj(a), b)
+
+    return np.vdot(a, b), vdot_pullback
+
+
+# `np.outer` flattens its operands: g is (a.size, b.size).
+@rrule(np.outer)
+def outer_rrule(a, b):
+    def outer_pullback(g):
+        return adj.cotangent_like(g @ np.ravel(b), a), adj.cotangent_like(np.ravel(a) @ g, b)
+
+    return np.outer(a, b), outer_pullback
+
+
+@rrule(np.inner)
+def inner_rrule(a, b):
+    def inner_pullback(g):
+        return adj.inner_lhs_bar(g, a, b), adj.inner_rhs_bar(g, a, b)
+
+    return np.inner(a, b), inner_pullback
+
+
+# vecdot(a, b, axis) = sum(conj(a) * b, axis), over broadcast batch axes: as for `vdot`.
+@rrule(np.vecdot, np.linalg.vecdot)
+def vecdot_rrule(a, b, axis=-1):
+    def vecdot_pullback(g):
+        return adj.vecdot_lhs_bar(g, a, b, axis=axis), adj.vecdot_rhs_bar(g, a, b, axis=axis)
+
+    return np.vecdot(a, b, axis=axis), vecdot_pullback
+
+
+# g · (da × b) = da · (b × g): each operand's cotangent is a cross product again.
+@rrule(np.cross)
+def cross_rrule(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    def cross_pullback(g):
+        return (
+            adj.cross_lhs_bar(g, a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis),
+            adj.cross_rhs_bar(g, a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis),
+        )
+
+    return np.cross(a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis), cross_pullback
+
+
+# ---- tensor contractions -----------------------------------------------------------------------
+
+
+@rrule(np.tensordot)
+def tensordot_rrule(a, b, axes=2):
+    def tensordot_pullback(g):
+        return adj.tensordot_lhs_bar(g, a, b, axes=axes), adj.tensordot_rhs_bar(g, a, b, axes=axes)
+
+    return np.tensordot(a, b, axes=axes), tensordot_pullback
+
+
+@rrule(np.kron)
+def kron_rrule(a, b):
+    def kron_pullback(g):
+        return adj.kron_lhs_bar(g, a, b), adj.kron_rhs_bar(g, a, b)
+
+    return np.kron(a, b), kron_pullback
+
+
+# `np.einsum(subscripts, *operands)`, or operands interleaved with sublists of labels
+# (`np.einsum(a, [0, 1], b, [1, 2])`, where `subscripts` is the first operand): the subscripts
+# and sublists get None, each operand the einsum of g with the others (see `adj.einsum_bars`).
+@rrule(np.einsum)
+def einsum_rrule(subscripts, *operands, optimize=False, dtype=None):
+    def einsum_pullback(g):
+        return adj.einsum_bars(g, (subscripts, *operands), optimize=optimize)
+
+    return np.einsum(subscripts, *operands, optimize=optimize, dtype=dtype), einsum_pullback
+
+
+# ---- the array API's spellings, in np.linalg -----------------------------------------------------
+# Stricter than NumPy's own functions (`outer` of vectors only, `cross` of 3-vectors only), so
+# each value comes from the function called; the cotangents are the same.
+
+
+@rrule(np.linalg.outer)
+def linalg_outer_rrule(x1, x2):
+    def linalg_outer_pullback(g):
+        return adj.cotangent_like(g @ x2, x1), adj.cotangent_like(x1 @ g, x2)
+
+    return np.linalg.outer(x1, x2), linalg_outer_pullback
+
+
+@rrule(np.linalg.cross)
+def linalg_cross_rrule(x1, x2, *, axis=-1):
+    def linalg_cross_pullback(g):
+        return adj.cross_lhs_bar(g, x1, x2, axis=axis), adj.cross_rhs_bar(g, x1, x2, axis=axis)
+
+    return np.linalg.cross(x1, x2, axis=axis), linalg_cross_pullback
+
+
+@rrule(np.linalg.tensordot)
+def linalg_tensordot_rrule(x1, x2, *, axes=2):
+    def linalg_tensordot_pullback(g):
+        return adj.tensordot_lhs_bar(g, x1, x2, axes=axes), adj.tensordot_rhs_bar(g, x1, x2, axes=axes)
+
+    return np.linalg.tensordot(x1, x2, axes=axes), linalg_tensordot_pullback

@@ -44,6 +44,15 @@ def copy_rrule(a, order="C"):
     return a.copy(order), copy_pullback
 
 
+# `x.compress(condition)` is `np.compress(condition, x)`: the array comes first here.
+@rrule(np.ndarray.compress)
+def compress_method_rrule(a, condition, axis=None):
+    def compress_method_pullback(g):
+        return adj.untake(g, a, np.flatnonzero(condition), axis), None
+
+    return a.compress(condition, axis), compress_method_pullback
+
+
 # Between float dtypes the cotangent is cast back to `a`'s; an integer or bool result has none.
 @rrule(np.ndarray.astype)
 def astype_rrule(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -56,6 +65,6 @@ def astype_rrule(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
 
 
 non_differentiable(
-    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.nonzero, np.ndarray.any,
-    np.ndarray.all,
+    np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition, np.ndarray.searchsorted,
+    np.ndarray.nonzero, np.ndarray.any, np.ndarray.all,
 )

@@ -1,2 +1,25 @@
 """Rules for `scipy.special`, registered the first time a scipy function is looked up (see
-`registry._OPTIONAL_RULES`): `import adjoint` never imports scipy."""
+`registry._OPTIONAL_RULES`): `import adjoint` never imports scipy.
+
+`logsumexp(a, axis, b)` = `log(sum(b exp(a)))`: `a`'s cotangent is `g` spread by the softmax
+weights `b exp(a - ans)`, and `b`'s is `g exp(a - ans)` (when `b` is passed by position, like
+every differentiated argument). `return_sign=True` is refused: its sign output is piecewise
+constant, and its magnitude is the log of `|sum(...)|`, a different function.
+"""
+
+import scipy.special
+
+from .. import runtime as adj
+from ..registry import rrule
+
+
+@rrule(scipy.special.logsumexp)
+def logsumexp_rrule(a, axis=None, b=None, keepdims=False):
+    ans = scipy.special.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
+
+    def logsumexp_pullback(g):
+        a_bar = adj.logsumexp_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims)
+        b_bar = adj.logsumexp_b_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims)
+        return (a_bar, None, b_bar)
+
+    return ans, logsumexp_pullback

@@ -1,1 +1,125 @@
-"""Selecting entries: diagonals, triangles, take, take_along_axis, sort, select."""
+"""Selecting entries: diagonals, triangles, take, take_along_axis, sort, select, compress.
+
+A selection's pullback puts each entry of the cotangent back where the entry was selected
+from, zeros elsewhere (`adj.untake` and its kin); an entry selected several times gets the sum.
+Index, boolean-mask and condition operands get no cotangent. The functions that only find
+indices or count (`np.argsort`, `np.nonzero`) carry no gradient, and are declared at the end
+(their array methods, with the other methods, in `methods`).
+"""
+
+import numpy as np
+
+from .. import runtime as adj
+from ..registry import non_differentiable, rrule
+
+
+# ---- diagonals and triangles ----------------------------------------------------------------
+
+@rrule(np.diag)
+def diag_rrule(v, k=0):
+    def diag_pullback(g):
+        return (adj.diag_bar(g, v, k),)
+
+    return np.diag(v, k), diag_pullback
+
+
+@rrule(np.diagonal, np.ndarray.diagonal)
+def diagonal_rrule(a, offset=0, axis1=0, axis2=1):
+    def diagonal_pullback(g):
+        return (adj.undiagonal(g, a, offset, axis1, axis2),)
+
+    return np.diagonal(a, offset, axis1, axis2), diagonal_pullback
+
+
+# The trace sums its diagonal: every diagonal entry gets the cotangent of the sum.
+@rrule(np.trace, np.ndarray.trace)
+def trace_rrule(a, offset=0, axis1=0, axis2=1, dtype=None):
+    def trace_pullback(g):
+        return (adj.undiagonal(np.expand_dims(g, -1), a, offset, axis1, axis2),)
+
+    return np.trace(a, offset, axis1, axis2, dtype), trace_pullback
+
+
+# A vector `m` is broadcast to a square matrix first: its cotangent sums the rows.
+@rrule(np.tril)
+def tril_rrule(m, k=0):
+    def tril_pullback(g):
+        return (adj.unbroadcast(np.tril(g, k), m),)
+
+    return np.tril(m, k), tril_pullback
+
+
+@rrule(np.triu)
+def triu_rrule(m, k=0):
+    def triu_pullback(g):
+        return (adj.unbroadcast(np.triu(g, k), m),)
+
+    return np.triu(m, k), triu_pullback
+
+
+# ---- taking entries by index ------------------------------------------------------------------
+
+@rrule(np.take, np.ndarray.take)
+def take_rrule(a, indices, axis=None, *, mode="raise"):
+    def take_pullback(g):
+        return adj.untake(g, a, indices, axis, mode), None
+
+    return np.take(a, indices, axis, mode=mode), take_pullback
+
+
+@rrule(np.take_along_axis)
+def take_along_axis_rrule(arr, indices, axis=-1):
+    def take_along_axis_pullback(g):
+        return adj.untake_along_axis(g, arr, indices, axis), None
+
+    return np.take_along_axis(arr, indices, axis), take_along_axis_pullback
+
+
+# `compress` and `extract` take the entries where the condition is true.
+@rrule(np.compress)
+def compress_rrule(condition, a, axis=None):
+    def compress_pullback(g):
+        return None, adj.untake(g, a, np.flatnonzero(condition), axis)
+
+    return np.compress(condition, a, axis), compress_pullback
+
+
+@rrule(np.extract)
+def extract_rrule(condition, arr):
+    def extract_pullback(g):
+        return None, adj.untake(g, arr, np.flatnonzero(condition))
+
+    return np.extract(condition, arr), extract_pullback
+
+
+# ---- sorting and choosing -----------------------------------------------------------------------
+
+# Sorting permutes: the pullback applies the inverse permutation, `argsort(perm)`. Tied entries
+# each get the cotangent of the slot the sort put them in (autograd does the same); the sorted
+# values are not differentiable there. (`stable=True` is `kind="stable"`, spelled so for NumPy 1.)
+@rrule(np.sort)
+def sort_rrule(a, axis=-1, kind=None, *, stable=None):
+    perm = np.argsort(a, axis=axis, kind="stable" if stable else kind)
+
+    def sort_pullback(g):
+        return (np.reshape(np.take_along_axis(g, np.argsort(perm, axis=axis), axis), np.shape(a)),)
+
+    return np.take_along_axis(a, perm, axis), sort_pullback
+
+
+# Each entry comes from the choice whose condition is the first true one, or from `default`.
+@rrule(np.select, sequences=True)
+def select_rrule(condlist, choicelist, default=0):
+    def select_pullback(g):
+        return None, adj.unselect(g, condlist, choicelist), adj.unselect_default(g, condlist, default)
+
+    return np.select(condlist, choicelist, default), select_pullback
+
+
+# ---- finding indices and counting: no gradient ------------------------------------------------
+# `np.histogram` is not here: its bin edges move with the data's range.
+
+non_differentiable(
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.searchsorted, np.nonzero, np.flatnonzero,
+    np.argwhere, np.count_nonzero, np.digitize,
+)

@@ -1,7 +1,8 @@
-"""Building and converting sequences: `list`, `tuple`, `np.stack`, `np.array` of a list.
+"""Building and converting sequences: `list`, `tuple`, `np.array` of a list, float conversions.
 
 A sequence's cotangent is a sequence of the same type with one cotangent per item; an array
-built from items hands each item its slice of the array's cotangent.
+built from items hands each item its slice of the array's cotangent (`np.stack` and the
+other joins are in `assembly`).
 """
 
 import builtins
@@ -29,16 +30,6 @@ def tuple_rrule(iterable=()):
     return tuple(iterable), tuple_pullback
 
 
-# `np.stack(xs, axis)`: item i gets the slice i of the cotangent along `axis`.
-@rrule(np.stack)
-def stack_rrule(arrays, axis=0):
-    def stack_pullback(g):
-        parts = list(np.moveaxis(g, axis, 0))
-        return adj.unpack_bar([_like(p, a) for p, a in zip(parts, arrays)], arrays), None
-
-    return np.stack(arrays, axis=axis), stack_pullback
-
-
 # `np.array(xs)` of (nested) lists of numbers and arrays: each item gets its part.
 @rrule(np.array, np.asarray)
 def array_rrule(obj, dtype=None):
@@ -51,24 +42,14 @@ def array_rrule(obj, dtype=None):
 def _unarray(g, obj):
     if isinstance(obj, (list, tuple)):
         return type(obj)(_unarray(g[i], item) for i, item in enumerate(obj))
-    return _like(g, obj)
-
-
-def _like(g, x):
-    """`g` as the cotangent of `x`: a Python float for a float, an array of x's dtype else."""
-    if not adj.is_differentiable(x):
-        return None
-    if isinstance(x, float):
-        return float(g)
-    return np.asarray(g, dtype=np.result_type(x)).reshape(np.shape(x))
-
+    return adj.cotangent_like(g, obj)
 
 
 # `np.float64(s)` and its kin: a conversion between floats; the gradient is cast back.
 def _float_conversion(kind):
     def conversion_rrule(x=0.0):
         def conversion_pullback(g):
-            return (_like(g, x),)
+            return (adj.cotangent_like(g, x),)
 
         return kind(x), conversion_pullback
 

@@ -1,4 +1,11 @@
-"""Shape functions, and the queries and constructors that carry no gradient."""
+"""Shape functions, and the queries and constructors that carry no gradient.
+
+A shape function moves entries without changing them, so its pullback moves the cotangent
+back: the inverse permutation of axes, flip or roll, or a reshape to the input's shape. Where
+an entry is read several times (`broadcast_to`), its cotangent is the sum. The array methods
+with the function's parameters (`x.swapaxes(0, 1)`) share its rule; those whose parameters
+differ are in `methods`.
+"""
 
 import logging
 import warnings
@@ -8,6 +15,8 @@ import numpy as np
 from .. import runtime as adj
 from ..registry import non_differentiable, rrule
 
+
+# ---- permuting axes -------------------------------------------------------------------------------
 
 @rrule(np.transpose)
 def transpose_rrule(a, axes=None):
@@ -25,6 +34,24 @@ def T_rrule(a):
     return a.T, T_pullback
 
 
+@rrule(np.moveaxis)
+def moveaxis_rrule(a, source, destination):
+    def moveaxis_pullback(g):
+        return (np.moveaxis(g, destination, source),)
+
+    return np.moveaxis(a, source, destination), moveaxis_pullback
+
+
+@rrule(np.swapaxes, np.ndarray.swapaxes)
+def swapaxes_rrule(a, axis1, axis2):
+    def swapaxes_pullback(g):
+        return (np.swapaxes(g, axis1, axis2),)
+
+    return np.swapaxes(a, axis1, axis2), swapaxes_pullback
+
+
+# ---- reshaping: the cotangent is reshaped back --------------------------------------------------
+
 @rrule(np.reshape)
 def reshape_rrule(a, shape, order="C"):
     def reshape_pullback(g):
@@ -41,12 +68,55 @@ def squeeze_rrule(a, axis=None):
     return np.squeeze(a, axis=axis), squeeze_pullback
 
 
+@rrule(np.expand_dims)
+def expand_dims_rrule(a, axis):
+    def expand_dims_pullback(g):
+        return (np.reshape(g, np.shape(a)),)
+
+    return np.expand_dims(a, axis), expand_dims_pullback
+
+
 @rrule(np.ravel, np.ndarray.ravel)
 def ravel_rrule(a, order="C"):
     def ravel_pullback(g):
         return (adj.unravel(g, a, order=order),)
 
     return np.ravel(a, order=order), ravel_pullback
+
+
+# `np.atleast_1d(a, b)` returns a tuple, whose cotangent is a tuple with one item per array.
+@rrule(np.atleast_1d)
+def atleast_1d_rrule(*arys):
+    def atleast_1d_pullback(g):
+        return adj.atleast_bar(g, arys)
+
+    return np.atleast_1d(*arys), atleast_1d_pullback
+
+
+@rrule(np.atleast_2d)
+def atleast_2d_rrule(*arys):
+    def atleast_2d_pullback(g):
+        return adj.atleast_bar(g, arys)
+
+    return np.atleast_2d(*arys), atleast_2d_pullback
+
+
+@rrule(np.atleast_3d)
+def atleast_3d_rrule(*arys):
+    def atleast_3d_pullback(g):
+        return adj.atleast_bar(g, arys)
+
+    return np.atleast_3d(*arys), atleast_3d_pullback
+
+
+# ---- broadcasting: an entry read several times gets the sum of their cotangents -------------
+
+@rrule(np.broadcast_to)
+def broadcast_to_rrule(array, shape, subok=False):
+    def broadcast_to_pullback(g):
+        return adj.unbroadcast(g, array), None
+
+    return np.broadcast_to(array, shape, subok=subok), broadcast_to_pullback
 
 
 @rrule(np.full)
@@ -57,9 +127,52 @@ def full_rrule(shape, fill_value, dtype=None):
     return np.full(shape, fill_value, dtype=dtype), full_pullback
 
 
+# ---- flips, rolls and rotations: undone by the opposite one -----------------------------------
+
+@rrule(np.flip)
+def flip_rrule(m, axis=None):
+    def flip_pullback(g):
+        return (np.flip(g, axis),)
+
+    return np.flip(m, axis), flip_pullback
+
+
+@rrule(np.fliplr)
+def fliplr_rrule(m):
+    def fliplr_pullback(g):
+        return (np.fliplr(g),)
+
+    return np.fliplr(m), fliplr_pullback
+
+
+@rrule(np.flipud)
+def flipud_rrule(m):
+    def flipud_pullback(g):
+        return (np.flipud(g),)
+
+    return np.flipud(m), flipud_pullback
+
+
+@rrule(np.roll)
+def roll_rrule(a, shift, axis=None):
+    def roll_pullback(g):
+        return np.roll(g, np.negative(shift), axis), None
+
+    return np.roll(a, shift, axis), roll_pullback
+
+
+@rrule(np.rot90)
+def rot90_rrule(m, k=1, axes=(0, 1)):
+    def rot90_pullback(g):
+        return (np.rot90(g, -k, axes),)
+
+    return np.rot90(m, k, axes), rot90_pullback
+
+
 # ---- queries, constructors and logging: no gradient -----------------------------------------------
 # Only functions whose outputs are constant in every float input belong here (`np.arange(x)`
-# does not: its values move with `x`). Python's built-ins are in `builtins`.
+# does not: its values move with `x`). Python's built-ins are in `builtins`; the functions that
+# find indices (`np.argsort`) are in `selection`.
 
 non_differentiable(
     logging.Logger.debug, logging.Logger.info, logging.Logger.warning, logging.Logger.error,
@@ -69,6 +182,6 @@ non_differentiable(
 
 non_differentiable(
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones,
-    np.empty, np.eye, np.identity, np.argmax, np.argmin, np.argsort,
+    np.empty, np.eye, np.identity, np.isclose, np.allclose, np.array_equal, np.array_equiv,
     np.ndarray.shape, np.ndarray.ndim, np.ndarray.size, np.ndarray.dtype,
 )

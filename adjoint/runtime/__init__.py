@@ -28,7 +28,7 @@ from ..errors import AdjointError  # noqa: F401  (importable from here, as it al
 from .calls import check_unshared, closure_vjp, star_vjp, unbound, unconcat
 from .methods import method_function, method_vjp
 from .cotangents import (
-    RuleError, add, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
+    RuleError, add, cotangent_like, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
     zeros_like,
 )
 from .indexing import (
@@ -55,6 +55,7 @@ __all__ = [
     "RuleError",
     "is_differentiable",
     "zeros_like",
+    "cotangent_like",
     "add",
     "unbroadcast",
     "unreduce",

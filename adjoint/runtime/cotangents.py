@@ -50,6 +50,26 @@ def zeros_like(value):
     return None
 
 
+def cotangent_like(g, x):
+    """`g`, which has as many entries as `x`, as `x`'s cotangent: in `x`'s shape and dtype (the
+    real part for a real `x`), a scalar of `x`'s type for a Python or NumPy scalar, and None
+    for an `x` that carries no gradient (an int, a bool).
+
+    >>> cotangent_like(np.array([[1.5 + 1j, 2.5]]), np.zeros(2, dtype=np.float32))
+    array([1.5, 2.5], dtype=float32)
+    >>> cotangent_like(np.array([2.0]), 1.0), cotangent_like(np.array([2.0]), 1)
+    (2.0, None)
+    """
+    if not is_differentiable(x):
+        return None
+    if not np.iscomplexobj(x):
+        g = np.real(g)
+    g = np.reshape(g, np.shape(x))
+    if isinstance(x, (float, complex)):  # a Python scalar, or NumPy's float64 and complex128
+        return type(x)(g[()])
+    return np.asarray(g, dtype=x.dtype)
+
+
 def add(a, b):
     """Sum of two cotangents, where `None` is zero and tuples, lists and dicts add elementwise.
 
@@ -85,6 +105,8 @@ def unbroadcast(g, x):
         return g
     if type(x) in _FLOAT64 and type(g) in _FLOAT64:  # scalar loops: the common case, kept cheap
         return g
+    if isinstance(x, (float, int)) and np.iscomplexobj(g):  # a real operand of a complex result
+        g = np.real(g)
     if type(x) is tuple or type(x) is list:
         raise RuleError(
             f"a {type(x).__name__} was used in arithmetic (`+` concatenates, `*` repeats): adjoint "
@@ -119,7 +141,9 @@ def unreduce(g, x, axis=None, keepdims=False):
         g = np.expand_dims(g, axis)
     dtype = getattr(x, "dtype", None)
     if dtype is not None and getattr(g, "dtype", None) != dtype:
-        g = np.asarray(g, dtype=dtype)
+        if dtype.kind not in "fc":
+            return None  # an int or bool array carries no gradient
+        g = np.asarray(g if dtype.kind == "c" else np.real(g), dtype=dtype)
     return as_sequence(np.broadcast_to(g, np.shape(x)), x)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cotangents import RuleError, unbroadcast
+from .contraction import scaled_bar
+from .cotangents import cotangent_like
+from .cotangents import RuleError, is_differentiable, unbroadcast
 
 # ---- products --------------------------------------------------------------------------------
 
@@ -24,6 +26,8 @@ def _as_matrices(g, a, b):
 
 def matmul_lhs_bar(g, a, b):
     """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too."""
+    if not is_differentiable(a):
+        return None
     if np.ndim(a) == 2 and np.ndim(b) == 2:
         return unbroadcast(g @ b.T, a)
     g2, a2, b2 = _as_matrices(g, a, b)
@@ -33,6 +37,8 @@ def matmul_lhs_bar(g, a, b):
 
 def matmul_rhs_bar(g, a, b):
     """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too."""
+    if not is_differentiable(b):
+        return None
     if np.ndim(a) == 2 and np.ndim(b) == 2:
         return unbroadcast(a.T @ g, b)
     g2, a2, b2 = _as_matrices(g, a, b)
@@ -40,22 +46,24 @@ def matmul_rhs_bar(g, a, b):
     return np.reshape(unbroadcast(b_bar, b2), np.shape(b))
 
 
+# `np.dot` contracts the last axis of `a` with the second-to-last of `b` (its only axis if 1-D).
+
 def dot_lhs_bar(g, a, b):
     """Cotangent of `a` in `np.dot(a, b)`, for every combination of dimensions."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * b, a)
+        return scaled_bar(g, a, b)
     b_kept = [i for i in range(np.ndim(b)) if i != max(np.ndim(b) - 2, 0)]
     g_axes = list(range(np.ndim(g) - len(b_kept), np.ndim(g)))
-    return np.tensordot(g, b, axes=(g_axes, b_kept)).astype(np.result_type(a), copy=False)
+    return cotangent_like(np.tensordot(g, b, axes=(g_axes, b_kept)), a)
 
 
 def dot_rhs_bar(g, a, b):
     """Cotangent of `b` in `np.dot(a, b)`, for every combination of dimensions."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(g * a, b)
+        return scaled_bar(g, b, a)
     lead = list(range(np.ndim(a) - 1))
     b_bar = np.tensordot(a, g, axes=(lead, lead))
-    return np.moveaxis(b_bar, 0, max(np.ndim(b) - 2, 0)).astype(np.result_type(b), copy=False)
+    return cotangent_like(np.moveaxis(b_bar, 0, max(np.ndim(b) - 2, 0)), b)
 
 
 # ---- shapes ----------------------------------------------------------------------------------

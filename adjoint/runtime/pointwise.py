@@ -1,7 +1,58 @@
-"""Helpers of elementwise rules."""
+"""Helpers of elementwise rules: guarded quotients, a series where a formula cancels, and
+cotangents that only float operands take."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__: list[str] = []
+from .cotangents import is_differentiable, unbroadcast
+
+__all__ = ["safe_divisor", "sinc_derivative", "unbroadcast_float"]
+
+
+def safe_divisor(d):
+    """`d` with its zeros made ones: the divisor of a quotient whose numerator is zero wherever
+    `d` is, so that the quotient is 0 there rather than nan (`hypot`'s slope at the origin).
+
+    >>> np.array([3.0, 0.0]) / safe_divisor(np.array([5.0, 0.0]))
+    array([0.6, 0. ])
+    """
+    return np.where(d == 0, 1, d)[()]
+
+
+# Below |x| = 0.1 the first six terms of sinc's Taylor series give its slope to double
+# precision, while `(cos(pi x) - sinc(x)) / x` loses digits to cancellation (from x / 3 at x = 0,
+# (-1)^k 2k pi^2k / (2k + 1)!, the coefficients of x^(2k - 1)).
+_SINC_SERIES_BELOW = 0.1
+_SINC_SLOPE_COEFFICIENTS = [(-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1) for k in range(1, 7)]
+
+
+def sinc_derivative(x):
+    """The derivative of `np.sinc(x) = sin(pi x) / (pi x)`: `(cos(pi x) - sinc(x)) / x`, or near
+    0, where that formula cancels, its Taylor series (0 at 0). Computed in double precision,
+    returned in `x`'s precision.
+
+    >>> sinc_derivative(np.array([0.5, 1.0]))  # -4 / pi and -1
+    array([-1.27323954, -1.        ])
+    """
+    dtype = np.result_type(x, np.float64)
+    wide = np.asarray(x, dtype=dtype)
+    small = np.abs(wide) < _SINC_SERIES_BELOW
+    away = np.where(small, 1, wide)
+    formula = (np.cos(np.pi * away) - np.sinc(away)) / away
+    series = wide * np.polynomial.polynomial.polyval(wide ** 2, _SINC_SLOPE_COEFFICIENTS)
+    slope = np.where(small, series, formula)
+    precision = getattr(x, "dtype", dtype)
+    return slope.astype(precision if precision.kind in "fc" else dtype)[()]
+
+
+def unbroadcast_float(g, x):
+    """`unbroadcast(g, x)` for a float or complex operand `x`; None for the rest (an int
+    array, a bool, None), which carry no cotangent.
+
+    >>> unbroadcast_float(np.ones((2, 3)), np.zeros(3)), unbroadcast_float(np.ones(3), 0)
+    (array([2., 2., 2.]), None)
+    """
+    return unbroadcast(g, x) if is_differentiable(x) else None

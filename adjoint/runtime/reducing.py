@@ -1,7 +1,355 @@
-"""Helpers of reductions and norms: spreading a reduced cotangent back over its axes."""
+"""Helpers of reductions, scans and norms: spreading a reduced cotangent back over its axes.
+
+Each `<name>_bar(g, x, ...)` returns the cotangent of `x`: `x`'s shape and dtype (the real part
+for a real `x`), one item per row for a list or tuple `x` (`np.var([a, b])` reduces the array
+the items make), and None for an `x` of ints or bools. Where a formula would divide 0 by 0 at a
+point where the function is finite (`std` of a constant, a norm at 0), the cotangent is 0 there,
+a subgradient, rather than NaN. Complex inputs follow JAX's convention (`dL = Re(sum(x_bar
+* dx))`): holomorphic maps take no conjugate, magnitudes (`|x|`, variances) do.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__: list[str] = []
+from .cotangents import as_sequence, unreduce_chosen
+
+__all__ = [
+    "divide_or_zero", "zero_at_nan", "var_bar", "nanvar_bar", "ptp_bar", "cumsum_bar", "cumprod_bar",
+    "average_bar", "average_weights_bar", "norm_bar", "logsumexp_bar", "logsumexp_b_bar",
+]
+
+
+# ---- shared -----------------------------------------------------------------------------------
+
+def divide_or_zero(numerator, denominator):
+    """`numerator / denominator`, and 0 where the denominator is 0.
+
+    >>> divide_or_zero(np.array([1.0, 2.0]), np.array([0.0, 4.0]))
+    array([0. , 0.5])
+    """
+    denominator = np.asarray(denominator)
+    vanishing = denominator == 0
+    return np.where(vanishing, 0, numerator / np.where(vanishing, 1, denominator))
+
+
+def zero_at_nan(bar, x):
+    """`bar`, the cotangent of `x` in a NaN-ignoring function (`np.nansum`), with zeros where `x`
+    is NaN; None for an `x` of ints or bools.
+
+    >>> zero_at_nan(np.array([1.0, 2.0, 3.0]), np.array([0.5, np.nan, 1.0]))
+    array([1., 0., 3.])
+    """
+    if bar is None or not _floating(x):
+        return None
+    return _as_cotangent(np.where(np.isnan(np.asarray(x)), 0, np.asarray(bar)), x)
+
+
+def _floating(x) -> bool:
+    return np.asarray(x).dtype.kind in "fc"
+
+
+def _as_cotangent(bar, x):
+    """`bar`, which broadcasts to `x`'s shape, as `x`'s cotangent (see the module docstring)."""
+    array = np.asarray(x)
+    if array.dtype.kind not in "fc":
+        return None
+    bar = np.asarray(bar)
+    if array.dtype.kind == "f":
+        bar = bar.real
+    bar = np.broadcast_to(bar, array.shape).astype(array.dtype, copy=False)
+    if type(x) is float:
+        return float(bar)
+    return as_sequence(bar, x)
+
+
+def _reduced_axes(axis, ndim) -> tuple:
+    """The axes a reduction over `axis` removes, non-negative, in the order `axis` gives them."""
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(int(a) % ndim for a in np.atleast_1d(axis))
+
+
+def _spread(reduced, axes, keepdims):
+    """A reduction's result (or cotangent) with its reduced axes back, as size 1 (a scalar
+    broadcasts as it is)."""
+    return reduced if keepdims or np.ndim(reduced) == 0 else np.expand_dims(reduced, axes)
+
+
+def _summed_to(bar, shape):
+    """`bar` summed over the axes broadcasting stretched an operand of `shape` along."""
+    bar = np.sum(bar, axis=tuple(range(bar.ndim - len(shape))))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and bar.shape[i] != 1)
+    return np.sum(bar, axis=stretched, keepdims=True)
+
+
+# ---- moments ----------------------------------------------------------------------------------
+
+def var_bar(g, x, axis=None, ddof=0, keepdims=False):
+    """Cotangent of `x` in `np.var(x, axis, ddof=ddof)`: `g * 2 conj(x - mean) / (n - ddof)`, `n`
+    the count of entries each variance reduces.
+
+    >>> var_bar(1.0, np.array([1.0, 2.0, 3.0, 6.0]))
+    array([-1. , -0.5,  0. ,  1.5])
+    """
+    return _variance_bar(g, x, axis, ddof, keepdims, skip_nan=False)
+
+
+def nanvar_bar(g, x, axis=None, ddof=0, keepdims=False):
+    """Cotangent of `x` in `np.nanvar(x, axis, ddof=ddof)`: as `var_bar` over the entries that are
+    not NaN, and 0 at NaNs.
+
+    >>> nanvar_bar(1.0, np.array([1.0, np.nan, 3.0]))
+    array([-1.,  0.,  1.])
+    """
+    return _variance_bar(g, x, axis, ddof, keepdims, skip_nan=True)
+
+
+def _variance_bar(g, items, axis, ddof, keepdims, skip_nan):
+    if not _floating(items):
+        return None
+    x = np.asarray(items)
+    axes = _reduced_axes(axis, x.ndim)
+    if skip_nan:
+        present = ~np.isnan(x)
+        count = np.sum(present, axis=axes, keepdims=True)
+        centered = np.where(present, x - np.nanmean(x, axis=axes, keepdims=True), 0)
+    else:
+        count = math.prod(x.shape[a] for a in axes)
+        centered = x - np.mean(x, axis=axes, keepdims=True)
+    return _as_cotangent(_spread(g, axes, keepdims) * 2 * np.conj(centered) / (count - ddof), items)
+
+
+# ---- extremes ---------------------------------------------------------------------------------
+
+def ptp_bar(g, x, axis=None, keepdims=False):
+    """Cotangent of `x` in `np.ptp(x, axis)`, `max - min`: `g` to the largest entries and `-g` to
+    the smallest, shared equally between ties (a constant slice gets 0).
+
+    >>> ptp_bar(1.0, np.array([3.0, -1.0, 3.0]))
+    array([ 0.5, -1. ,  0.5])
+    """
+    if not _floating(x):
+        return None
+    array = np.asarray(x)
+    highest = unreduce_chosen(g, array, np.max(array, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
+    lowest = unreduce_chosen(g, array, np.min(array, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
+    return _as_cotangent(highest - lowest, x)
+
+
+# ---- scans ------------------------------------------------------------------------------------
+
+def cumsum_bar(g, x, axis=None, include_initial=False):
+    """Cotangent of `x` in `np.cumsum(x, axis)` (flattened for `axis=None`): the reversed running
+    sum of `g`. `include_initial` is `np.cumulative_sum`'s: `g`'s leading 0 entry is dropped.
+
+    >>> cumsum_bar(np.array([1.0, 2.0, 3.0]), np.zeros(3))
+    array([6., 5., 3.])
+    """
+    if not _floating(x):
+        return None
+    line, g = _scanned(g, axis, include_initial)
+    return _as_cotangent(np.reshape(np.flip(np.cumsum(np.flip(g, line), axis=line), line), np.shape(x)), x)
+
+
+def cumprod_bar(g, x, axis=None, include_initial=False):
+    """Cotangent of `x` in `np.cumprod(x, axis)` (flattened for `axis=None`), exact where `x` has
+    zeros: no entry is divided by.
+
+    `y_k = x_0 ... x_k`, so `x_i`'s cotangent is `(x_0 ... x_{i-1}) s_i` with `s_i = sum over
+    k >= i of g_k x_{i+1} ... x_k`, the suffix scan `s_i = g_i + x_{i+1} s_{i+1}`.
+
+    >>> cumprod_bar(np.ones(3), np.array([2.0, 0.0, 3.0]))
+    array([1., 8., 0.])
+    """
+    if not _floating(x):
+        return None
+    line, g = _scanned(g, axis, include_initial)
+    values = np.moveaxis(np.ravel(x) if axis is None else np.asarray(x), line, -1)
+    before = np.cumprod(np.concatenate([np.ones_like(values[..., :1]), values[..., :-1]], axis=-1), axis=-1)
+    after = np.concatenate([values[..., 1:], np.zeros_like(values[..., :1])], axis=-1)
+    bar = np.moveaxis(before * _suffix_scan(np.moveaxis(g, line, -1), after), -1, line)
+    return _as_cotangent(np.reshape(bar, np.shape(x)), x)
+
+
+def _scanned(g, axis, include_initial):
+    """The scanned axis of a scan's cotangent `g` (0 for a flattened scan), and `g` without the
+    initial entry `include_initial` put first along it."""
+    g = np.asarray(g)
+    line = 0 if axis is None else int(axis) % g.ndim
+    if include_initial:
+        g = g[(slice(None),) * line + (slice(1, None),)]
+    return line, g
+
+
+def _suffix_scan(b, c):
+    """`s` with `s_i = b_i + c_i s_{i+1}` along the last axis (0 past the end), in log2(n)
+    vectorised doubling steps: each step keeps `s_i = s'_i + c'_i s_{i+step}` true."""
+    s, step = b, 1
+    while step < b.shape[-1]:
+        s = np.concatenate([s[..., :-step] + c[..., :-step] * s[..., step:], s[..., -step:]], axis=-1)
+        c = np.concatenate([c[..., :-step] * c[..., step:], np.zeros_like(c[..., -step:])], axis=-1)
+        step *= 2
+    return s
+
+
+# ---- weighted averages ------------------------------------------------------------------------
+
+def average_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
+    """Cotangent of `a` in `np.average(a, axis, weights, returned)`: `g w / sum(w)` over each
+    reduced slice. With `returned=True`, `g` is the pair of cotangents of the average and of the
+    sum of weights (None for one nothing flowed into).
+
+    >>> average_bar(1.0, np.array([5.0, 7.0]), np.array([1.0, 3.0]))
+    array([0.25, 0.75])
+    """
+    if not _floating(a):
+        return None
+    _, axes, w, total = _weighing(a, weights, axis)
+    g_average, _ = _average_parts(g, returned)
+    return _as_cotangent(_spread(g_average, axes, keepdims) * w / total, a)
+
+
+def average_weights_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
+    """Cotangent of `weights` in `np.average(a, axis, weights, returned)`: `g (a - average) /
+    sum(w)` over each reduced slice, plus the sum of weights' cotangent (`returned=True`).
+
+    >>> average_weights_bar(1.0, np.array([5.0, 7.0]), np.array([1.0, 3.0]))
+    array([-0.375,  0.125])
+    """
+    if weights is None or not _floating(weights):
+        return None
+    x, axes, w, total = _weighing(a, weights, axis)
+    average = np.sum(x * w, axis=axes, keepdims=True) / total
+    g_average, g_total = _average_parts(g, returned)
+    bar = _spread(g_average, axes, keepdims) * (x - average) / total + _spread(g_total, axes, keepdims)
+    aligned = _summed_to(np.broadcast_to(bar, x.shape), w.shape)
+    if np.shape(weights) != x.shape:  # undo NumPy's alignment of the reduced axes' weights
+        order = np.argsort(axes)
+        aligned = np.transpose(np.reshape(aligned, np.transpose(np.asarray(weights), order).shape), np.argsort(order))
+    return _as_cotangent(aligned, weights)
+
+
+def _weighing(a, weights, axis):
+    """`(a as an array, its reduced axes, weights aligned with it, their sum per slice)`.
+
+    As NumPy does, weights of another shape than `a`'s are those of the reduced axes, in the
+    order `axis` lists them (1-D for one axis)."""
+    x = np.asarray(a)
+    axes = _reduced_axes(axis, x.ndim)
+    if weights is None:
+        w = np.ones((1,) * x.ndim, dtype=np.result_type(x, 1.0))
+    else:
+        w = np.asarray(weights)
+        if w.shape != x.shape:
+            w = np.reshape(np.transpose(w, np.argsort(axes)), [n if i in axes else 1 for i, n in enumerate(x.shape)])
+    total = np.sum(np.broadcast_to(w, np.broadcast_shapes(w.shape, x.shape)), axis=axes, keepdims=True)
+    return x, axes, w, total
+
+
+def _average_parts(g, returned):
+    """The cotangents of the average and of the sum of weights, 0.0 for one nothing flowed into."""
+    g_average, g_total = g if returned else (g, None)
+    return (0.0 if g_average is None else g_average), (0.0 if g_total is None else g_total)
+
+
+# ---- norms ------------------------------------------------------------------------------------
+
+def norm_bar(g, x, ans, ord=None, axis=None, keepdims=False):
+    """Cotangent of `x` in `ans = np.linalg.norm(x, ord, axis, keepdims)`, for vectors and matrices.
+
+    Ties (`inf`, `1`... norms) share the cotangent equally; a vector's `ord=0`, a count, has
+    gradient 0; at 0 the cotangent is 0, a subgradient. `ord=2` and `-2` of a matrix follow the
+    singular vectors NumPy's SVD gives, even where the extreme singular value is repeated.
+
+    >>> norm_bar(1.0, np.array([3.0, -4.0]), 5.0)
+    array([ 0.6, -0.8])
+    """
+    if not _floating(x):
+        return None
+    array = np.asarray(x)
+    axes = _reduced_axes(axis, array.ndim)
+    g, ans = _spread(g, axes, keepdims), _spread(ans, axes, keepdims)
+    matrix = len(axes) == 2 and not (axis is None and ord is None)
+    if ord is None or (ord == "fro" and matrix) or (ord == 2 and not matrix):
+        bar = g * divide_or_zero(np.conj(array), ans)
+    elif matrix:
+        bar = g * _matrix_norm_partial(array, ord, axes)
+    else:
+        bar = g * _vector_norm_partial(array, ans, ord, axes[0])
+    return _as_cotangent(bar, x)
+
+
+def _phase(x):
+    """`d|x| = Re(phase * dx)`: `sign(x)` for real `x`, `conj(x) / |x|` for complex, 0 at 0."""
+    return divide_or_zero(np.conj(x), np.abs(x))
+
+
+def _vector_norm_partial(x, ans, ord, axis):
+    magnitude = np.abs(x)
+    if ord == 0:  # the count of nonzero entries: piecewise constant
+        return np.zeros_like(magnitude)
+    if ord == 1:
+        return _phase(x)
+    if ord in (np.inf, -np.inf):
+        return _phase(x) * _shared(magnitude, ord, axis)
+    # d ||x||_p = (|x| / ||x||_p)^(p - 1) d|x|; 0 where |x| = 0, even for p < 1
+    ratio = divide_or_zero(magnitude, ans)
+    return _phase(x) * np.where(ratio > 0, np.where(ratio > 0, ratio, 1) ** (ord - 1), 0)
+
+
+def _matrix_norm_partial(x, ord, axes):
+    rows, columns = axes
+    if ord in ("nuc", 2, -2):
+        # d sigma_i = Re(u_i^H dx v_i): sigma_i's partial is conj(u_i v_i^H)
+        u, _, vh = np.linalg.svd(np.moveaxis(x, axes, (-2, -1)), full_matrices=False)
+        if ord != "nuc":
+            chosen = slice(0, 1) if ord == 2 else slice(-1, None)
+            u, vh = u[..., :, chosen], vh[..., chosen, :]
+        return np.moveaxis(np.conj(u @ vh), (-2, -1), axes)
+    # ord 1 / -1: the largest / smallest sum of |x| over rows (a column's); inf / -inf: over columns
+    summed, across = (rows, columns) if ord in (1, -1) else (columns, rows)
+    return _phase(x) * _shared(np.sum(np.abs(x), axis=summed, keepdims=True), ord, across)
+
+
+def _shared(values, ord, axis):
+    """1 / (number of ties) at the largest (`ord > 0`) or smallest of `values` along `axis`, else 0."""
+    extreme = (np.max if ord > 0 else np.min)(values, axis=axis, keepdims=True)
+    chosen = values == extreme
+    return chosen / np.sum(chosen, axis=axis, keepdims=True)
+
+
+# ---- log-sum-exp ------------------------------------------------------------------------------
+
+def logsumexp_bar(g, a, ans, axis=None, b=None, keepdims=False):
+    """Cotangent of `a` in `ans = scipy.special.logsumexp(a, axis, b)`: `g` spread by the softmax
+    weights `b exp(a - ans)`.
+
+    >>> logsumexp_bar(1.0, np.log(np.array([1.0, 3.0])), np.log(4.0))
+    array([0.25, 0.75])
+    """
+    if not _floating(a):
+        return None
+    shares = _exp_shares(g, a, ans, axis, b, keepdims)
+    return _as_cotangent(_summed_to(shares if b is None else shares * b, np.shape(a)), a)
+
+
+def logsumexp_b_bar(g, a, ans, axis=None, b=None, keepdims=False):
+    """Cotangent of `b` in `ans = scipy.special.logsumexp(a, axis, b)`: `g exp(a - ans)`.
+
+    >>> logsumexp_b_bar(1.0, np.zeros(2), np.log(3.0), b=np.array([1.0, 2.0]))
+    array([0.33333333, 0.33333333])
+    """
+    if b is None or not _floating(b):
+        return None
+    return _as_cotangent(_summed_to(_exp_shares(g, a, ans, axis, b, keepdims), np.shape(b)), b)
+
+
+def _exp_shares(g, a, ans, axis, b, keepdims):
+    """`g exp(a - ans)` over `a` broadcast against `b`, whose shape the reduction reads."""
+    x = np.asarray(a)
+    x = np.broadcast_to(x, np.broadcast_shapes(x.shape, np.shape(b)))
+    axes = _reduced_axes(axis, x.ndim)
+    return _spread(g, axes, keepdims) * np.exp(x - _spread(ans, axes, keepdims))

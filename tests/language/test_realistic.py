@@ -1466,7 +1466,6 @@ def gru(Wz, Wr, Wh, xs):
     return np.sum(np.stack(hs) ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason='no rule for np.concatenate yet (issue 5)')
 def test_gru_with_np_concatenate():
     """No rule for `np.concatenate`."""
     check_grad(gru, 0.5 * normal(3, 5), 0.5 * normal(3, 5), 0.5 * normal(3, 5), normal(4, 2))
@@ -1478,7 +1477,6 @@ def log_variances(X):
     return np.sum(np.log(np.diag(S)))
 
 
-@pytest.mark.xfail(strict=True, reason='no rule for np.diag yet (issue 5)')
 def test_log_of_the_diagonal_with_np_diag():
     """No rule for `np.diag`."""
     check_grad(log_variances, normal(6, 3))
@@ -1495,7 +1493,6 @@ def gram_schmidt(A):
     return np.sum(Q[0] * np.arange(1, n + 1))
 
 
-@pytest.mark.xfail(strict=True, reason='no rule for np.linalg.norm yet (issue 5)')
 def test_gram_schmidt_with_np_linalg_norm():
     """No rule for `np.linalg.norm`."""
     check_grad(gram_schmidt, normal(4, 3))
@@ -1507,7 +1504,6 @@ def returns_with_cumsum(rewards, gamma):
     return np.sum(discounts * cum)
 
 
-@pytest.mark.xfail(strict=True, reason='no rule for np.cumsum yet (issue 5)')
 def test_returns_with_np_cumsum():
     """No rule for `np.cumsum`."""
     check_grad(returns_with_cumsum, normal(5), 0.9)

@@ -1,4 +1,6 @@
-"""Rules of adjoint/rules/elementwise.py, checked directly (check_rrule) and through the compiler (check_grad)."""
+"""Rules of adjoint/rules/elementwise.py, checked directly (check_rrule) and through the compiler
+(check_grad), over the grid of sampling.py: a Python float, 0-d and small arrays, broadcasting
+pairs, float32 and float64, and complex inputs for the holomorphic functions."""
 
 import operator
 import warnings
@@ -7,27 +9,11 @@ import numpy as np
 import pytest
 
 import adjoint
+from adjoint import registry
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-
-def sample(rng, domain, shape, dtype=np.float64):
-    """A Python float (`shape` None) or an array of `dtype`, drawn from `domain`."""
-    size = 1 if shape is None else shape
-    if domain == "real":
-        values = rng.normal(size=size)
-    elif domain == "positive":  # log, sqrt, bases of powers, operands of mod
-        values = rng.uniform(0.5, 2.0, size=size)
-    elif domain == "nonzero":  # divisors, and abs away from its kink
-        values = rng.choice([-1.0, 1.0], size=size) * rng.uniform(0.5, 2.0, size=size)
-    elif domain == "unit":  # tan, well inside (-pi/2, pi/2)
-        values = rng.uniform(-1.0, 1.0, size=size)
-    else:
-        raise ValueError(domain)
-    if shape is None:
-        return float(values[0])
-    return np.asarray(values, dtype=dtype)
-
+from sampling import ARRAY_SHAPES, BROADCAST_PAIRS, DTYPES, sample
 
 # ---- the functions the compiler differentiates, one per primitive --------------------------------
 
@@ -47,8 +33,16 @@ def call_np_positive(x):
     return np.positive(x)
 
 
+def call_np_reciprocal(x):
+    return np.reciprocal(x)
+
+
 def call_np_sqrt(x):
     return np.sqrt(x)
+
+
+def call_np_cbrt(x):
+    return np.cbrt(x)
 
 
 def call_np_square(x):
@@ -59,6 +53,10 @@ def call_np_exp(x):
     return np.exp(x)
 
 
+def call_np_exp2(x):
+    return np.exp2(x)
+
+
 def call_np_expm1(x):
     return np.expm1(x)
 
@@ -67,24 +65,16 @@ def call_np_log(x):
     return np.log(x)
 
 
+def call_np_log2(x):
+    return np.log2(x)
+
+
+def call_np_log10(x):
+    return np.log10(x)
+
+
 def call_np_log1p(x):
     return np.log1p(x)
-
-
-def call_np_sin(x):
-    return np.sin(x)
-
-
-def call_np_cos(x):
-    return np.cos(x)
-
-
-def call_np_tan(x):
-    return np.tan(x)
-
-
-def call_np_tanh(x):
-    return np.tanh(x)
 
 
 def call_np_abs(x):
@@ -93,6 +83,14 @@ def call_np_abs(x):
 
 def call_abs(x):
     return abs(x)
+
+
+def call_operator_abs(x):
+    return operator.abs(x)
+
+
+def call_np_fabs(x):
+    return np.fabs(x)
 
 
 def call_add(a, b):
@@ -139,12 +137,28 @@ def call_np_mod(a, b):
     return np.mod(a, b)
 
 
+def call_np_fmod(a, b):
+    return np.fmod(a, b)
+
+
 def call_np_power(a, b):
     return np.power(a, b)
 
 
 def call_pow_builtin(a, b):
     return pow(a, b)
+
+
+def call_np_float_power(a, b):
+    return np.float_power(a, b)
+
+
+def call_np_logaddexp(a, b):
+    return np.logaddexp(a, b)
+
+
+def call_np_logaddexp2(a, b):
+    return np.logaddexp2(a, b)
 
 
 def call_np_maximum(a, b):
@@ -155,29 +169,53 @@ def call_np_minimum(a, b):
     return np.minimum(a, b)
 
 
+def call_np_fmax(a, b):
+    return np.fmax(a, b)
+
+
+def call_np_fmin(a, b):
+    return np.fmin(a, b)
+
+
+def call_np_copysign(a, b):
+    return np.copysign(a, b)
+
+
+def call_np_heaviside(a, b):
+    return np.heaviside(a, b)
+
+
+def call_np_nextafter(a, b):
+    return np.nextafter(a, b)
+
+
 def call_np_where(condition, x, y):
     return np.where(condition, x, y)
 
 
 # ---- cases: (id, primitive, function calling it, domain of each input) ---------------------------
+# NumPy's aliases (np.absolute, np.true_divide, np.remainder) are the same ufuncs: checked once.
 
 UNARY = [
     ("operator.neg", operator.neg, call_neg, "real"),
     ("operator.pos", operator.pos, call_pos, "real"),
     ("np.negative", np.negative, call_np_negative, "real"),
     ("np.positive", np.positive, call_np_positive, "real"),
+    ("np.reciprocal", np.reciprocal, call_np_reciprocal, "nonzero"),
     ("np.sqrt", np.sqrt, call_np_sqrt, "positive"),
+    ("np.cbrt", np.cbrt, call_np_cbrt, "nonzero"),
     ("np.square", np.square, call_np_square, "real"),
     ("np.exp", np.exp, call_np_exp, "real"),
+    ("np.exp2", np.exp2, call_np_exp2, "real"),
     ("np.expm1", np.expm1, call_np_expm1, "real"),
     ("np.log", np.log, call_np_log, "positive"),
+    ("np.log2", np.log2, call_np_log2, "positive"),
+    ("np.log10", np.log10, call_np_log10, "positive"),
     ("np.log1p", np.log1p, call_np_log1p, "positive"),
-    ("np.sin", np.sin, call_np_sin, "real"),
-    ("np.cos", np.cos, call_np_cos, "real"),
-    ("np.tan", np.tan, call_np_tan, "unit"),
-    ("np.tanh", np.tanh, call_np_tanh, "real"),
     ("np.abs", np.abs, call_np_abs, "nonzero"),
     ("abs", abs, call_abs, "nonzero"),
+    ("operator.abs", operator.abs, call_operator_abs, "nonzero"),
+    ("np.fabs", np.fabs, call_np_fabs, "nonzero"),
 ]
 
 BINARY = [
@@ -185,101 +223,176 @@ BINARY = [
     ("operator.sub", operator.sub, call_sub, "real", "real"),
     ("operator.mul", operator.mul, call_mul, "real", "real"),
     ("operator.truediv", operator.truediv, call_truediv, "real", "nonzero"),
-    ("operator.mod", operator.mod, call_mod, "positive", "positive"),
+    ("operator.mod", operator.mod, call_mod, "nonzero", "nonzero"),
     ("operator.pow", operator.pow, call_pow_operator, "positive", "real"),
     ("np.add", np.add, call_np_add, "real", "real"),
     ("np.subtract", np.subtract, call_np_subtract, "real", "real"),
     ("np.multiply", np.multiply, call_np_multiply, "real", "real"),
     ("np.divide", np.divide, call_np_divide, "real", "nonzero"),
-    ("np.mod", np.mod, call_np_mod, "positive", "positive"),
+    ("np.mod", np.mod, call_np_mod, "nonzero", "nonzero"),
+    ("np.fmod", np.fmod, call_np_fmod, "nonzero", "nonzero"),
     ("np.power", np.power, call_np_power, "positive", "real"),
     ("pow", pow, call_pow_builtin, "positive", "real"),
+    ("np.float_power", np.float_power, call_np_float_power, "positive", "real"),
+    ("np.logaddexp", np.logaddexp, call_np_logaddexp, "real", "real"),
+    ("np.logaddexp2", np.logaddexp2, call_np_logaddexp2, "real", "real"),
     ("np.maximum", np.maximum, call_np_maximum, "real", "real"),
     ("np.minimum", np.minimum, call_np_minimum, "real", "real"),
+    ("np.fmax", np.fmax, call_np_fmax, "real", "real"),
+    ("np.fmin", np.fmin, call_np_fmin, "real", "real"),
+    ("np.copysign", np.copysign, call_np_copysign, "nonzero", "nonzero"),
+    ("np.heaviside", np.heaviside, call_np_heaviside, "nonzero", "real"),
+    ("np.nextafter", np.nextafter, call_np_nextafter, "real", "real"),
 ]
 
-UNARY_SHAPES = [
-    pytest.param(None, np.float64, id="float"),
-    pytest.param((3,), np.float64, id="(3,)"),
-    pytest.param((2, 3), np.float64, id="(2,3)"),
-    pytest.param((1, 3), np.float64, id="(1,3)"),
-    pytest.param((2, 3), np.float32, id="(2,3)-float32"),
+# Holomorphic: the partial is the complex derivative, checked on complex inputs.
+COMPLEX_UNARY = [
+    (np.negative, call_np_negative), (np.positive, call_np_positive), (np.reciprocal, call_np_reciprocal),
+    (np.sqrt, call_np_sqrt), (np.square, call_np_square), (np.exp, call_np_exp), (np.exp2, call_np_exp2),
+    (np.expm1, call_np_expm1), (np.log, call_np_log), (np.log2, call_np_log2), (np.log10, call_np_log10),
+    (np.log1p, call_np_log1p),
+]
+COMPLEX_BINARY = [
+    (operator.add, call_add), (operator.sub, call_sub), (operator.mul, call_mul), (operator.truediv, call_truediv),
+    (operator.pow, call_pow_operator), (np.power, call_np_power), (np.float_power, call_np_float_power),
 ]
 
-BINARY_SHAPES = [
-    pytest.param((None, None), np.float64, id="float-float"),
-    pytest.param(((3,), (3,)), np.float64, id="(3,)-(3,)"),
-    pytest.param(((2, 3), (2, 3)), np.float64, id="(2,3)-(2,3)"),
-    pytest.param(((1, 3), (1, 3)), np.float64, id="(1,3)-(1,3)"),
-    pytest.param(((2, 3), (3,)), np.float64, id="(2,3)-(3,)"),
-    pytest.param(((2, 3), (1, 3)), np.float64, id="(2,3)-(1,3)"),
-    pytest.param(((2, 1), (1, 3)), np.float64, id="(2,1)-(1,3)"),
-    pytest.param(((2, 3), None), np.float64, id="(2,3)-float"),
-    pytest.param((None, (2, 3)), np.float64, id="float-(2,3)"),
-    pytest.param(((2, 3), (3,)), np.float32, id="(2,3)-(3,)-float32"),
-    pytest.param(((2, 3), None), np.float32, id="(2,3)-float-float32"),
-]
-
-# (condition shape, x shape, y shape); None is a Python float.
-WHERE_SHAPES = [
-    pytest.param(((2, 3), (2, 3), (2, 3)), np.float64, id="all-(2,3)"),
-    pytest.param(((2, 3), (3,), None), np.float64, id="(2,3)-(3,)-float"),
-    pytest.param(((3,), (2, 3), (1, 3)), np.float64, id="(3,)-(2,3)-(1,3)"),
-    pytest.param(((2, 1), (1, 3), (2, 3)), np.float64, id="(2,1)-(1,3)-(2,3)"),
-    pytest.param(((2, 3), (2, 3), (3,)), np.float32, id="(2,3)-(2,3)-(3,)-float32"),
-]
+# Functions with two results.
+TWO_RESULTS = [np.modf, np.frexp, np.divmod, divmod]
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [case[1] for case in UNARY + BINARY] + [np.where, np.clip]
+RRULE_PRIMITIVES = (
+    [case[1] for case in UNARY + BINARY] + TWO_RESULTS
+    + [np.ldexp, np.where, np.clip, np.ndarray.clip, np.nan_to_num]
+)
 
 
 def _ids(cases):
     return [case[0] for case in cases]
 
 
-def unary_args(rng, domain, shape, dtype):
-    return (sample(rng, domain, shape, dtype),)
+def _shape_id(shape):
+    return "float" if shape is None else str(shape).replace(" ", "")
+
+
+# A Python float, and each array shape in float32 and float64.
+UNARY_GRID = [pytest.param(None, np.float64, id="float")] + [
+    pytest.param(shape, dtype, id=f"{_shape_id(shape)}-{np.dtype(dtype).name}")
+    for shape in ARRAY_SHAPES for dtype in DTYPES
+]
+# Each broadcasting pair in float32 and float64 (two Python floats once).
+BINARY_GRID = [
+    pytest.param(pair, dtype, id=f"{_shape_id(pair[0])}-{_shape_id(pair[1])}-{np.dtype(dtype).name}")
+    for pair in BROADCAST_PAIRS for dtype in DTYPES
+    if pair != (None, None) or dtype is np.float64
+]
+# Through the compiler, a smaller grid: the rule's math is the same, what differs is how the
+# generated code reaches it (inlined, with or without unbroadcasting, casts of float32).
+UNARY_GRAD_GRID = [
+    pytest.param(None, np.float64, id="float"),
+    pytest.param((), np.float64, id="()-float64"),
+    pytest.param((2, 3), np.float64, id="(2,3)-float64"),
+    pytest.param((1, 3), np.float32, id="(1,3)-float32"),
+]
+BINARY_GRAD_GRID = [
+    pytest.param(((2, 3), (2, 3)), np.float64, id="(2,3)-(2,3)-float64"),
+    pytest.param(((1, 3), (2, 1)), np.float64, id="(1,3)-(2,1)-float64"),
+    pytest.param((None, (2, 3)), np.float64, id="float-(2,3)-float64"),
+    pytest.param((None, None), np.float64, id="float-float"),
+    pytest.param(((2, 3), (3,)), np.float32, id="(2,3)-(3,)-float32"),
+    pytest.param(((3,), None), np.float32, id="(3,)-float-float32"),
+]
+COMPLEX_GRID = [
+    pytest.param(None, np.float64, id="complex"),
+    pytest.param((2, 3), np.float64, id="(2,3)-complex128"),
+    pytest.param((3,), np.float32, id="(3,)-complex64"),
+]
 
 
 def binary_args(rng, domains, shapes, dtype):
     return tuple(sample(rng, domain, shape, dtype) for domain, shape in zip(domains, shapes))
 
 
-def where_args(rng, shapes, dtype):
-    condition_shape, *value_shapes = shapes
-    condition = np.arange(np.prod(condition_shape)).reshape(condition_shape) % 3 != 1
-    return (condition,) + tuple(sample(rng, "real", shape, dtype) for shape in value_shapes)
-
-
 # ---- unary ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape, dtype", UNARY_SHAPES)
+@pytest.mark.parametrize("shape, dtype", UNARY_GRID)
 @pytest.mark.parametrize("name, primitive, fn, domain", UNARY, ids=_ids(UNARY))
 def test_unary_rule_matches_finite_differences(rng, name, primitive, fn, domain, shape, dtype):
-    check_rrule(primitive, *unary_args(rng, domain, shape, dtype))
+    check_rrule(primitive, sample(rng, domain, shape, dtype))
 
 
-@pytest.mark.parametrize("shape, dtype", UNARY_SHAPES)
+@pytest.mark.parametrize("shape, dtype", UNARY_GRAD_GRID)
 @pytest.mark.parametrize("name, primitive, fn, domain", UNARY, ids=_ids(UNARY))
 def test_unary_call_through_compiler_matches_finite_differences(rng, name, primitive, fn, domain, shape, dtype):
-    check_grad(fn, *unary_args(rng, domain, shape, dtype))
+    check_grad(fn, sample(rng, domain, shape, dtype))
+
+
+@pytest.mark.parametrize("shape, dtype", COMPLEX_GRID)
+@pytest.mark.parametrize("primitive, fn", COMPLEX_UNARY, ids=[p.__name__ for p, _ in COMPLEX_UNARY])
+def test_holomorphic_unary_rule_on_complex_inputs(rng, primitive, fn, shape, dtype):
+    z = sample(rng, "complex", shape, dtype)
+    check_rrule(primitive, z)
+    check_grad(fn, z)
+
+
+@pytest.mark.parametrize("primitive", [np.sqrt, np.log, np.reciprocal, np.exp2, np.log10, np.abs, np.cbrt])
+def test_unary_rule_keeps_float32(primitive):
+    x = np.array([0.5, 1.5, 2.0], dtype=np.float32)
+    _, back = lookup(primitive).rrule(x)
+    (x_bar,) = back(np.ones(3, dtype=np.float32))
+    assert x_bar.dtype == np.float32
 
 
 # ---- binary, with broadcasting ------------------------------------------------------------------
 
-@pytest.mark.parametrize("shapes, dtype", BINARY_SHAPES)
+@pytest.mark.parametrize("shapes, dtype", BINARY_GRID)
 @pytest.mark.parametrize("name, primitive, fn, domain_a, domain_b", BINARY, ids=_ids(BINARY))
 def test_binary_rule_matches_finite_differences(rng, name, primitive, fn, domain_a, domain_b, shapes, dtype):
     check_rrule(primitive, *binary_args(rng, (domain_a, domain_b), shapes, dtype))
 
 
-@pytest.mark.parametrize("shapes, dtype", BINARY_SHAPES)
+@pytest.mark.parametrize("shapes, dtype", BINARY_GRAD_GRID)
 @pytest.mark.parametrize("name, primitive, fn, domain_a, domain_b", BINARY, ids=_ids(BINARY))
 def test_binary_call_through_compiler_matches_finite_differences(
     rng, name, primitive, fn, domain_a, domain_b, shapes, dtype
 ):
     check_grad(fn, *binary_args(rng, (domain_a, domain_b), shapes, dtype))
 
+
+@pytest.mark.parametrize("shape, dtype", COMPLEX_GRID)
+@pytest.mark.parametrize("primitive, fn", COMPLEX_BINARY, ids=[p.__name__ for p, _ in COMPLEX_BINARY])
+def test_holomorphic_binary_rule_on_complex_inputs(rng, primitive, fn, shape, dtype):
+    a, b = sample(rng, "complex", shape, dtype), sample(rng, "complex", shape, dtype)
+    check_rrule(primitive, a, b)
+    check_grad(fn, a, b)
+
+
+def test_complex_base_with_real_exponent(rng):
+    z, p = sample(rng, "complex", (2, 3)), sample(rng, "positive", (3,))
+    check_rrule(np.power, z, p)
+    check_grad(call_pow_operator, z, p)
+
+
+def test_integer_operand_gets_no_cotangent(rng):
+    x = sample(rng, "real", (2, 3))
+    check_rrule(np.add, x, np.arange(3))
+    _, back = lookup(np.multiply).rrule(np.arange(3), x)
+    n_bar, x_bar = back(np.ones((2, 3)))
+    assert n_bar is None
+    np.testing.assert_allclose(x_bar, np.broadcast_to(np.arange(3.0), (2, 3)))
+
+
+def test_ldexp_differentiates_the_mantissa_only(rng):
+    x = sample(rng, "real", (2, 3))
+    check_rrule(np.ldexp, x, np.array([[-2, 0, 3]]))
+    check_rrule(np.ldexp, x.astype(np.float32), 2)
+    _, back = lookup(np.ldexp).rrule(x, np.array([-1, 2, 3]))
+    x_bar, exponent_bar = back(np.ones((2, 3)))
+    np.testing.assert_allclose(x_bar, np.broadcast_to([0.5, 4.0, 8.0], (2, 3)))
+    assert exponent_bar is None
+
+
+# ---- powers at their edges ----------------------------------------------------------------------
 
 @pytest.mark.filterwarnings("error")
 def test_power_rule_with_integer_exponent_accepts_negative_base():
@@ -310,9 +423,73 @@ def test_power_exponent_cotangent_is_zero_where_base_is_zero():
     assert b_bar == pytest.approx(1.5 ** 2 * np.log(1.5) + 2.0 ** 2 * np.log(2.0))
 
 
-# ---- ties of maximum and minimum ----------------------------------------------------------------
+def _power_zero(x):
+    return np.sum(x ** 0)
 
-@pytest.mark.parametrize("fn", [call_np_maximum, call_np_minimum], ids=["np.maximum", "np.minimum"])
+
+def test_power_zero_at_zero():
+    # x ** 0 at x = 0: the partial `0 * x ** -1` would be 0 * inf = nan; the gradient is 0.
+    with np.errstate(all="ignore"):
+        check_grad(_power_zero, np.array([0.0, 1.0]))
+
+
+def test_float_power_keeps_float32_cotangents(rng):
+    a, b = sample(rng, "positive", (3,), np.float32), sample(rng, "real", (3,), np.float32)
+    _, back = lookup(np.float_power).rrule(a, b)
+    a_bar, b_bar = back(np.ones(3))
+    assert a_bar.dtype == b_bar.dtype == np.float32
+
+
+# ---- logaddexp: finite where exp would overflow --------------------------------------------------
+
+@pytest.mark.parametrize("primitive, base", [(np.logaddexp, np.e), (np.logaddexp2, 2.0)])
+def test_logaddexp_weights_are_finite_for_large_operands(primitive, base):
+    a, b = np.array([1000.0, -1000.0, 800.0]), np.array([1000.0, -1000.0, 801.0])
+    _, back = lookup(primitive).rrule(a, b)
+    a_bar, b_bar = back(np.ones(3))
+    weight_of_a = 1 / (1 + base ** (b - a))  # softmax weight, from the differences only
+    np.testing.assert_allclose(a_bar, weight_of_a)
+    np.testing.assert_allclose(b_bar, 1 - weight_of_a)
+
+
+# ---- abs, copysign, heaviside at their kinks ---------------------------------------------------------
+
+@pytest.mark.parametrize("primitive", [np.abs, abs, np.fabs])
+def test_abs_has_zero_slope_at_zero(primitive):
+    _, back = lookup(primitive).rrule(np.array([-2.0, 0.0, 3.0]))
+    np.testing.assert_array_equal(back(np.ones(3))[0], [-1.0, 0.0, 1.0])
+
+
+def test_abs_of_complex_is_conj_over_modulus(rng):
+    # |z| is not holomorphic: with z_bar = dL/dx - i dL/dy, the cotangent is conj(z) / |z|.
+    z = np.array([3 + 4j, -1j, 0j])
+    _, back = lookup(np.abs).rrule(z)
+    np.testing.assert_allclose(back(np.ones(3))[0], [(3 - 4j) / 5, 1j, 0])
+    for shape, dtype in [(None, np.float64), ((2, 3), np.float64), ((3,), np.float32)]:
+        check_rrule(np.abs, sample(rng, "complex", shape, dtype))
+    check_grad(call_abs, sample(rng, "complex", (2, 3)))
+
+
+def test_copysign_slope_follows_the_result_sign():
+    a = np.array([2.0, -2.0, 2.0, -2.0, 0.0])
+    b = np.array([1.0, 1.0, -0.0, 0.0, -1.0])  # a zero's sign counts
+    _, back = lookup(np.copysign).rrule(a, b)
+    a_bar, b_bar = back(np.ones(5))
+    np.testing.assert_array_equal(a_bar, [1.0, -1.0, -1.0, -1.0, 0.0])
+    np.testing.assert_array_equal(b_bar, np.zeros(5))
+
+
+def test_heaviside_value_at_zero_gets_the_cotangent_where_x_is_zero():
+    x = np.array([-1.0, 0.0, 2.0, 0.0])
+    _, back = adjoint.pullback(call_np_heaviside, x, 0.5)
+    x_bar, h0_bar = back(np.array([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_array_equal(x_bar, np.zeros(4))
+    assert h0_bar == 6.0
+
+
+# ---- ties and NaNs of maximum, minimum, fmax and fmin ---------------------------------------------
+
+@pytest.mark.parametrize("fn", [call_np_maximum, call_np_minimum, call_np_fmax, call_np_fmin])
 def test_extremum_splits_cotangent_equally_at_ties(fn):
     a = np.array([1.0, -2.0, 3.0])
     g = np.array([2.0, 4.0, -6.0])
@@ -332,14 +509,6 @@ def test_maximum_gives_whole_cotangent_to_larger_input_and_half_at_ties():
     np.testing.assert_allclose(b_bar, [1.0, 0.0, 8.0])
 
 
-def test_maximum_rule_splits_cotangent_equally_at_ties():
-    x = np.array([0.5, -1.0])
-    _, back = lookup(np.maximum).rrule(x, x.copy())
-    a_bar, b_bar = back(np.array([1.0, 3.0]))
-    np.testing.assert_allclose(a_bar, [0.5, 1.5])
-    np.testing.assert_allclose(b_bar, [0.5, 1.5])
-
-
 def test_maximum_tie_with_broadcast_scalar_sums_halves():
     # relu-like: maximum(x, 0.0) with x containing zeros; the scalar gets half of each tie.
     x = np.array([0.0, 2.0, -1.0, 0.0])
@@ -349,7 +518,84 @@ def test_maximum_tie_with_broadcast_scalar_sums_halves():
     assert zero_bar == pytest.approx(0.5 + 0.0 + 1.0 + 0.5)
 
 
-# ---- where ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("primitive", [np.fmax, np.fmin])
+def test_fmax_and_fmin_give_the_cotangent_to_the_operand_that_is_not_nan(primitive):
+    a = np.array([np.nan, 1.0, np.nan])
+    b = np.array([2.0, np.nan, np.nan])
+    _, back = lookup(primitive).rrule(a, b)
+    a_bar, b_bar = back(np.ones(3))
+    np.testing.assert_array_equal(a_bar, [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(b_bar, [1.0, 0.0, 0.0])
+
+
+# ---- functions with two results -------------------------------------------------------------------
+
+def fractional_parts_squared(x):
+    fractional, integral = np.modf(x)
+    return np.sum(fractional ** 2 + integral)
+
+
+def mantissas_times_x(x):
+    mantissa, exponent = np.frexp(x)
+    return np.sum(mantissa * x)
+
+
+def remainder_by_builtin_divmod(x, y):
+    quotient, remainder = divmod(x, y)
+    return np.sum(remainder ** 2 * quotient)
+
+
+def remainder_by_np_divmod(x, y):
+    quotient, remainder = np.divmod(x, y)
+    return np.sum(remainder ** 3)
+
+
+@pytest.mark.parametrize("shape, dtype", UNARY_GRID)
+@pytest.mark.parametrize("primitive", [np.modf, np.frexp])
+def test_two_result_unary_rule_matches_finite_differences(rng, primitive, shape, dtype):
+    check_rrule(primitive, sample(rng, "nonzero", shape, dtype))
+
+
+@pytest.mark.parametrize("shapes, dtype", BINARY_GRID[::3])
+@pytest.mark.parametrize("primitive", [np.divmod, divmod])
+def test_divmod_rule_matches_finite_differences(rng, primitive, shapes, dtype):
+    check_rrule(primitive, *binary_args(rng, ("nonzero", "nonzero"), shapes, dtype))
+
+
+@pytest.mark.parametrize("fn", [fractional_parts_squared, mantissas_times_x])
+def test_two_result_unary_through_compiler(rng, fn):
+    check_grad(fn, sample(rng, "nonzero", (2, 3)))
+    check_grad(fn, sample(rng, "nonzero", (3,), np.float32))
+
+
+@pytest.mark.parametrize("fn", [remainder_by_builtin_divmod, remainder_by_np_divmod])
+def test_divmod_through_compiler(rng, fn):
+    check_grad(fn, sample(rng, "nonzero", (2, 3)), sample(rng, "nonzero", (3,)))
+    check_grad(fn, sample(rng, "nonzero", None), 0.7)
+
+
+def test_modf_with_only_the_integral_part_used_has_zero_gradient():
+    _, back = lookup(np.modf).rrule(np.array([1.5, -2.25]))
+    np.testing.assert_array_equal(back((None, np.ones(2)))[0], [0.0, 0.0])
+
+
+# ---- where --------------------------------------------------------------------------------------
+
+# (condition shape, x shape, y shape); None is a Python float.
+WHERE_SHAPES = [
+    pytest.param(((2, 3), (2, 3), (2, 3)), np.float64, id="all-(2,3)"),
+    pytest.param(((2, 3), (3,), None), np.float64, id="(2,3)-(3,)-float"),
+    pytest.param(((3,), (2, 3), (1, 3)), np.float64, id="(3,)-(2,3)-(1,3)"),
+    pytest.param(((2, 1), (1, 3), (2, 3)), np.float64, id="(2,1)-(1,3)-(2,3)"),
+    pytest.param(((2, 3), (2, 3), (3,)), np.float32, id="(2,3)-(2,3)-(3,)-float32"),
+]
+
+
+def where_args(rng, shapes, dtype):
+    condition_shape, *value_shapes = shapes
+    condition = np.arange(np.prod(condition_shape)).reshape(condition_shape) % 3 != 1
+    return (condition,) + tuple(sample(rng, "real", shape, dtype) for shape in value_shapes)
+
 
 @pytest.mark.parametrize("shapes, dtype", WHERE_SHAPES)
 def test_where_rule_matches_finite_differences(rng, shapes, dtype):
@@ -379,20 +625,8 @@ def test_where_condition_gets_none_through_pullback(rng):
     np.testing.assert_allclose(x_bar + y_bar, np.ones(3))
 
 
-
-# ---- regressions found in review ----
-
-RNG = np.random.default_rng(0)
-
-# 13. x ** 0 at x = 0: the partial is `0 * x ** -1` = 0 * inf = nan.
-def _power_zero(x):
-    return np.sum(x ** 0)
-
-
-def test_power_zero_at_zero():
-    # expected: gradient 0; actual: nan
-    with np.errstate(all="ignore"):
-        check_grad(_power_zero, np.array([0.0, 1.0]))
+def test_where_integer_branch_gets_no_cotangent(rng):
+    check_rrule(np.where, np.array([True, False, True]), np.arange(3), rng.normal(size=3))
 
 
 # ---- clip: the cotangent goes to whichever of x and its bounds the result is ------------------------
@@ -400,19 +634,25 @@ def test_power_zero_at_zero():
 X_FOR_CLIP = np.array([[-2.0, -0.3, 0.1], [0.45, 0.9, 3.0]])
 
 CLIP_CASES = [
-    pytest.param((-0.5, 0.5), {}, id="float-bounds"),
-    pytest.param((np.array([-1.0, 0.0, 0.2]), np.array([[0.4], [0.5]])), {}, id="broadcast-array-bounds"),
-    pytest.param((None, 0.5), {}, id="no-lower-bound"),
-    pytest.param((-0.5, None), {}, id="no-upper-bound"),
-    pytest.param((), {"a_min": -0.5, "a_max": 0.5}, id="keyword-bounds"),
-    pytest.param((0.2, -0.5), {}, id="crossed-bounds"),
+    pytest.param(np.clip, (-0.5, 0.5), {}, id="float-bounds"),
+    pytest.param(np.clip, (np.array([-1.0, 0.0, 0.2]), np.array([[0.4], [0.5]])), {}, id="broadcast-array-bounds"),
+    pytest.param(np.clip, (None, 0.5), {}, id="no-lower-bound"),
+    pytest.param(np.clip, (-0.5, None), {}, id="no-upper-bound"),
+    pytest.param(np.clip, (0, 1), {}, id="integer-bounds"),
+    pytest.param(np.clip, (), {"a_min": -0.5, "a_max": 0.5}, id="keyword-bounds"),
+    pytest.param(np.clip, (-0.5,), {"a_max": 0.5}, id="positional-and-keyword-bounds"),
+    pytest.param(np.clip, (), {"min": -0.5}, id="numpy2-min-keyword"),
+    pytest.param(np.clip, (0.2, -0.5), {}, id="crossed-bounds"),
+    pytest.param(np.ndarray.clip, (-0.5, 0.5), {}, id="method"),
+    pytest.param(np.ndarray.clip, (-0.5,), {}, id="method-lower-bound-only"),
+    pytest.param(np.ndarray.clip, (), {"max": 0.5}, id="method-max-keyword"),
 ]
 
 
-@pytest.mark.parametrize("bounds, kwargs", CLIP_CASES)
-def test_clip_rule_matches_finite_differences(bounds, kwargs):
-    check_rrule(np.clip, X_FOR_CLIP, *bounds, **kwargs)
-    check_rrule(np.clip, X_FOR_CLIP.astype(np.float32), *bounds, **kwargs)
+@pytest.mark.parametrize("primitive, bounds, kwargs", CLIP_CASES)
+def test_clip_rule_matches_finite_differences(primitive, bounds, kwargs):
+    check_rrule(primitive, X_FOR_CLIP, *bounds, **kwargs)
+    check_rrule(primitive, X_FOR_CLIP.astype(np.float32), *bounds, **kwargs)
 
 
 def test_clip_gives_ties_to_x():
@@ -422,9 +662,131 @@ def test_clip_gives_ties_to_x():
     assert (low_bar, high_bar) == (1.0, 1.0)
 
 
+def test_clip_bounds_given_by_keyword_get_no_cotangent():
+    _, back = lookup(np.clip).rrule(X_FOR_CLIP, -0.5, a_max=0.5)
+    assert len(registry.padded(back(np.ones((2, 3))), 2)) == 2
+
+
 def clip_then_square(x):
     return np.sum(np.clip(x, -0.5, 0.5) ** 2)
 
 
-def test_clip_through_compiler_matches_finite_differences():
-    check_grad(clip_then_square, X_FOR_CLIP)
+def clip_with_keywords(x, high):
+    return np.sum(np.clip(x, a_min=-0.5, a_max=high) ** 2)
+
+
+def clip_method(x, low):
+    return np.sum(x.clip(low, 0.5) * x)
+
+
+def clip_method_with_keyword(x):
+    return np.sum(x.clip(min=-0.5) ** 2)
+
+
+@pytest.mark.parametrize("fn", [clip_then_square, clip_method_with_keyword])
+def test_clip_through_compiler_matches_finite_differences(fn):
+    check_grad(fn, X_FOR_CLIP)
+    check_grad(fn, X_FOR_CLIP.astype(np.float32))
+
+
+def test_clip_method_bound_through_compiler():
+    check_grad(clip_method, X_FOR_CLIP, -0.5)
+
+
+def test_clip_differentiable_keyword_bound_is_refused():
+    # Keywords are never differentiated: the compiler says so rather than drop the gradient.
+    with pytest.raises(adjoint.AdjointError, match="a_max="):
+        adjoint.grad(clip_with_keywords, wrt=(0, 1))(X_FOR_CLIP, 0.5)
+
+
+# ---- nan_to_num: the cotangent passes where x is finite -----------------------------------------------
+
+X_WITH_NONFINITE = np.array([[1.5, np.nan, -0.5], [np.inf, 2.0, -np.inf]])
+
+
+def nan_to_num_squared(x):
+    return np.sum(np.nan_to_num(x, nan=1.0, posinf=3.0, neginf=-3.0) ** 2)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"nan": 1.0}, {"posinf": 5.0, "neginf": -5.0}])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_to_num_rule_matches_finite_differences(rng, kwargs, dtype):
+    check_rrule(np.nan_to_num, X_WITH_NONFINITE.astype(dtype), **kwargs)
+    check_rrule(np.nan_to_num, sample(rng, "real", (2, 3), dtype), **kwargs)
+    check_rrule(np.nan_to_num, sample(rng, "real", None), **kwargs)
+
+
+def test_nan_to_num_replaced_entries_get_no_cotangent():
+    _, back = adjoint.pullback(nan_to_num_squared, X_WITH_NONFINITE)
+    (x_bar,) = back(1.0)
+    np.testing.assert_array_equal(x_bar, [[3.0, 0.0, -1.0], [0.0, 4.0, 0.0]])
+
+
+def nan_to_num_in_place(x):
+    return np.sum(np.nan_to_num(x, copy=False))
+
+
+def test_nan_to_num_in_place_is_refused():
+    with pytest.raises(adjoint.AdjointError, match="copy="):
+        adjoint.grad(nan_to_num_in_place)(X_WITH_NONFINITE.copy())
+
+
+# ---- keywords out of scope are refused ---------------------------------------------------------
+
+def exp_where(x):
+    return np.sum(np.exp(x, where=x > 0))
+
+
+def add_with_dtype(x, y):
+    return np.sum(np.add(x, y, dtype=np.float32))
+
+
+@pytest.mark.parametrize("fn, args, keyword", [
+    (exp_where, (np.ones(3),), "where="),
+    (add_with_dtype, (np.ones(3), np.ones(3)), "dtype="),
+])
+def test_ufunc_keywords_are_refused_by_name(fn, args, keyword):
+    with pytest.raises(adjoint.AdjointError, match=keyword):
+        adjoint.grad(fn)(*args)
+
+
+# ---- piecewise constant functions carry no gradient ---------------------------------------------------
+
+NON_DIFFERENTIABLE = [
+    operator.floordiv, np.floor_divide, np.floor, np.ceil, np.rint, np.trunc, np.fix, np.round, np.around,
+    np.ndarray.round, np.sign, np.signbit, np.spacing, np.greater, np.greater_equal, np.less, np.less_equal,
+    np.equal, np.not_equal, np.isnan, np.isinf, np.isfinite, np.isnat, np.isposinf, np.isneginf,
+    np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.bitwise_and, np.bitwise_or,
+    np.bitwise_xor, np.bitwise_count, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm,
+]
+
+
+# Products, which are not elementwise, are linalg's.
+PRODUCTS = {"matmul", "vecdot", "matvec", "vecmat"}
+
+
+def test_every_elementwise_ufunc_has_a_rule_or_no_gradient():
+    ufuncs = [name for name in dir(np) if isinstance(getattr(np, name), np.ufunc) and name not in PRODUCTS]
+    unclassified = [
+        name for name in ufuncs
+        if lookup(getattr(np, name)) is None and not registry.is_non_differentiable(getattr(np, name))
+    ]
+    assert not unclassified
+
+
+@pytest.mark.parametrize("primitive", NON_DIFFERENTIABLE, ids=lambda p: getattr(p, "__name__", repr(p)))
+def test_piecewise_constant_primitives_are_declared(primitive):
+    assert registry.is_non_differentiable(primitive)
+
+
+def steps_times_x(x):
+    steps = np.floor(x) + np.ceil(x) + np.rint(x) + np.trunc(x) + np.fix(x) + np.round(x, 1) + np.around(x)
+    signs = np.sign(x) + np.signbit(x) + np.spacing(x) + x // 0.7 + np.floor_divide(x, 0.3) + x.round()
+    return np.sum((steps + signs) * x + np.where(np.isfinite(x) & np.greater(x, 0.1), x, 0.0))
+
+
+def test_piecewise_constant_functions_through_compiler(rng):
+    # Away from the steps, finite differences see their zero slope.
+    x = np.array([[0.33, -1.26, 2.71], [-0.48, 1.62, 0.91]])
+    check_grad(steps_times_x, x)
+    check_grad(steps_times_x, x.astype(np.float32))

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-import adjoint  # noqa: F401  (registers the built-in rules)
+import adjoint
 from adjoint import registry
 from adjoint.registry import lookup
-from adjoint.testing import check_rrule
+from adjoint.testing import check_grad, check_rrule
 
 # (method, shape, positional arguments after the array, keyword arguments)
 CASES = [
@@ -35,6 +35,9 @@ CASES = [
     pytest.param(np.ndarray.transpose, (2, 3, 4), (1, 2, 0), {}, id="transpose-spread"),
     pytest.param(np.ndarray.transpose, (2, 3, 4), ((2, 0, 1),), {}, id="transpose-tuple"),
     pytest.param(np.ndarray.astype, (2, 3), (np.float64,), {}, id="astype-same"),
+    pytest.param(np.ndarray.compress, (2, 3), ([True, False, True], 1), {}, id="compress-axis"),
+    pytest.param(np.ndarray.compress, (2, 3), (np.array([0, 1, 1, 0, 1]),), {}, id="compress-flat"),
+    pytest.param(np.ndarray.compress, (2, 3), ([False, True],), {"axis": 0}, id="compress-axis-keyword"),
 ]
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
@@ -95,12 +98,34 @@ def test_lookup_of_a_bound_method_finds_the_method_rule(rng):
 
 def test_lookup_of_a_bound_method_without_rule_is_none(rng):
     x = rng.normal(size=3)
-    assert lookup(x.cumsum) is None and not registry.is_non_differentiable(x.cumsum)
+    assert lookup(x.partition) is None and not registry.is_non_differentiable(x.partition)  # in place: no rule
     assert lookup(np.float64(1.0).is_integer) is None  # a NumPy scalar's method arrays lack
 
 
-@pytest.mark.parametrize("name", ["argmax", "argmin", "argsort", "nonzero", "any", "all"])
+@pytest.mark.parametrize(
+    "name", ["argmax", "argmin", "argsort", "argpartition", "searchsorted", "nonzero", "any", "all"]
+)
 def test_index_and_truth_methods_are_non_differentiable(name):
     x = np.array([1.0, 3.0, 2.0])
     assert registry.is_non_differentiable(getattr(np.ndarray, name))
     assert registry.is_non_differentiable(getattr(x, name))
+
+
+def compress_method_rows(x):
+    return np.sum(x.compress([True, False, True], axis=1) ** 2) + np.sum(x.compress(x.ravel() > 0) * 3.0)
+
+
+def compress_method_into_buffer(x):
+    return np.sum(x.compress([True, False], 0, out=np.empty((1, 3))))
+
+
+def test_compress_method_through_compiler(rng):
+    x = rng.normal(size=(2, 3))
+    check_grad(compress_method_rows, x)
+    check_grad(compress_method_rows, x.astype(np.float32))
+    assert adjoint.grad(compress_method_rows)(x.astype(np.float32)).dtype == np.float32
+
+
+def test_compress_method_refuses_out(rng):
+    with pytest.raises(adjoint.AdjointError, match="out="):
+        adjoint.grad(compress_method_into_buffer)(rng.normal(size=(2, 3)))

@@ -1,4 +1,4 @@
-"""Rules of adjoint/rules/sequences.py (list, tuple, np.stack, np.array and np.asarray of sequences).
+"""Rules of adjoint/rules/sequences.py (list, tuple, np.array and np.asarray of sequences, float conversions).
 
 Each is linear, so its pullback must satisfy <pullback(g), u> = <g, f(u)> for any input
 direction `u`: the tests check that identity, which covers sequence arguments that
@@ -16,7 +16,7 @@ from adjoint.testing import check_rrule
 
 # The primitives the tests below exercise (read by test_registry_coverage).
 RRULE_PRIMITIVES = [
-    builtins.list, builtins.tuple, np.stack, np.array, np.asarray, np.float64, np.float32, np.float16,
+    builtins.list, builtins.tuple, np.array, np.asarray, np.float64, np.float32, np.float16,
     np.ndarray.item,
 ]
 
@@ -49,19 +49,6 @@ def test_list_and_tuple_of_a_sequence_hand_each_item_its_cotangent(primitive):
     (items_bar,) = back(primitive([2.0, np.array([1.0, 2.0]), None]))
     assert type(items_bar) is tuple and items_bar[0] == 2.0 and items_bar[2] is None
     np.testing.assert_array_equal(items_bar[1], [1.0, 2.0])
-
-
-@pytest.mark.parametrize("axis", [0, 1, -1])
-def test_stack_is_adjoint_to_its_pullback(rng, axis):
-    arrays = [rng.normal(size=(2, 3)) for _ in range(4)]
-    directions = [rng.normal(size=(2, 3)) for _ in range(4)]
-    assert_adjoint(np.stack, (arrays, axis), (directions, axis), rng)
-
-
-def test_stack_keeps_each_items_dtype(rng):
-    _, back = lookup(np.stack).rrule([np.ones(2, dtype=np.float32), np.ones(2)])
-    (arrays_bar, _) = back(np.ones((2, 2)))
-    assert [a.dtype for a in arrays_bar] == [np.float32, np.float64]
 
 
 @pytest.mark.parametrize("primitive", [np.array, np.asarray])

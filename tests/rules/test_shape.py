@@ -1,11 +1,16 @@
-"""Rules of adjoint/rules/shape.py (transpose, the `.T` attribute, reshape), checked directly and through the compiler."""
+"""Rules of adjoint/rules/shape.py (transposes, reshapes, broadcasting, flips, rolls, rotations),
+checked directly and through the compiler."""
 
 import numpy as np
 import pytest
 
 import adjoint
+from adjoint import registry
+from adjoint.compiler import inline
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
+
+from sampling import DTYPES, SHAPES, grid, sample
 
 # (primitive, shape, positional arguments after x, keyword arguments, dtype)
 RRULE_CASES = [
@@ -32,7 +37,8 @@ RRULE_CASES = [
 # against the linear map they implement (see test_T_attribute_rule_is_the_transpose_map).
 ATTRIBUTE_RULES = [np.ndarray.T]
 
-# The primitives the rule tests below exercise (read by test_registry_coverage).
+# The primitives the rule tests below exercise (read by test_registry_coverage); MOVES are
+# the flips, rolls, rotations, axis moves and broadcasts checked on the grid further down.
 RRULE_PRIMITIVES = [case.values[0] for case in RRULE_CASES] + ATTRIBUTE_RULES + [np.full]
 
 
@@ -188,3 +194,188 @@ def squeeze_then_scale(x):
 def test_ravel_and_squeeze_through_compiler_match_finite_differences(rng):
     check_grad(ravel_fortran_ordered, rng.normal(size=(2, 3)))
     check_grad(squeeze_then_scale, rng.normal(size=(2, 1, 3)))
+
+
+# ---- moves of axes, broadcasts, flips, rolls and rotations, on the grid -----------------------------
+
+def _shape_id(shape):
+    return "float" if shape is None else str(shape).replace(" ", "")
+
+
+# (primitive, shapes it applies to, positional arguments after the array, keyword arguments)
+MOVES = [
+    (np.moveaxis, [(3,)], (0, 0), {}),
+    (np.moveaxis, [(2, 3, 4)], (0, -1), {}),
+    (np.moveaxis, [(2, 3, 4)], (-1, 0), {}),
+    (np.moveaxis, [(2, 3, 4)], ((0, 1), (2, 0)), {}),
+    (np.swapaxes, [(2, 3), (1, 3)], (0, 1), {}),
+    (np.swapaxes, [(2, 3, 4)], (-1, 0), {}),
+    (np.ndarray.swapaxes, [(2, 3, 4)], (2, 1), {}),
+    (np.expand_dims, [None, (), (3,), (2, 3), (1, 3)], (0,), {}),
+    (np.expand_dims, [(3,), (2, 3)], (), {"axis": -1}),
+    (np.expand_dims, [(2, 3)], ((0, 3),), {}),
+    (np.broadcast_to, [None, (), (3,), (1, 3)], ((2, 3),), {}),
+    (np.broadcast_to, [(2, 1)], ((4, 2, 3),), {}),
+    (np.atleast_1d, SHAPES, (), {}),
+    (np.atleast_2d, SHAPES, (), {}),
+    (np.atleast_3d, SHAPES, (), {}),
+    (np.flip, [None, (), (3,), (2, 3), (1, 3)], (), {}),
+    (np.flip, [(3,), (2, 3), (1, 3)], (0,), {}),
+    (np.flip, [(2, 3), (2, 3, 4)], (), {"axis": -1}),
+    (np.flip, [(2, 3, 4)], ((0, 2),), {}),
+    (np.fliplr, [(2, 3), (1, 3), (2, 3, 4)], (), {}),
+    (np.flipud, [(3,), (2, 3), (1, 3)], (), {}),
+    (np.roll, [None, (), (3,), (2, 3), (1, 3)], (1,), {}),
+    (np.roll, [(2, 3)], (-4,), {"axis": 1}),
+    (np.roll, [(2, 3)], ((1, 2),), {"axis": (0, 1)}),
+    (np.roll, [(2, 3, 4)], ((1, -1),), {"axis": (2, 2)}),
+    (np.rot90, [(2, 3), (1, 3)], (), {}),
+    (np.rot90, [(2, 3)], (2,), {}),
+    (np.rot90, [(2, 3)], (), {"k": -1}),
+    (np.rot90, [(2, 3, 4)], (3,), {"axes": (2, 1)}),
+]
+
+MOVE_CASES = [
+    pytest.param(primitive, shape, extra, kwargs, dtype,
+                 id=f"{primitive.__qualname__}-{_shape_id(shape)}-{extra}-{kwargs}-{dtype.__name__}")
+    for primitive, shapes, extra, kwargs in MOVES
+    for shape in shapes
+    for dtype in DTYPES
+    if shape is not None or dtype is np.float64  # a Python float has no float32
+]
+
+RRULE_PRIMITIVES += list({id(m[0]): m[0] for m in MOVES}.values())
+
+
+@pytest.mark.parametrize("primitive, shape, extra, kwargs, dtype", MOVE_CASES)
+def test_move_rule_matches_finite_differences(rng, primitive, shape, extra, kwargs, dtype):
+    check_rrule(primitive, sample(rng, "real", shape, dtype), *extra, **kwargs)
+
+
+@pytest.mark.parametrize("promote", [np.atleast_1d, np.atleast_2d, np.atleast_3d], ids=lambda p: p.__name__)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
+def test_atleast_of_several_arrays_gives_each_its_cotangent(rng, promote, dtype):
+    check_rrule(promote, sample(rng, "real", (3,), dtype), 1.5, sample(rng, "real", (2, 3), dtype))
+
+
+def test_atleast_of_several_arrays_gives_none_to_an_integer_one_and_an_unused_one(rng):
+    x = rng.normal(size=3)
+    _, back = lookup(np.atleast_2d).rrule(x, np.arange(2), 2.0)
+    x_bar, n_bar, y_bar = back((np.ones((1, 3)), np.ones((1, 2)), None))
+    np.testing.assert_array_equal(x_bar, np.ones(3))
+    assert n_bar is None and y_bar is None
+
+
+# Rules in the inlinable shape are stitched into generated code (see adjoint.compiler.inline).
+INLINED = [np.moveaxis, np.swapaxes, np.expand_dims, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll]
+
+
+@pytest.mark.parametrize("primitive", INLINED, ids=lambda p: p.__name__)
+def test_move_rules_are_inlinable(primitive):
+    assert inline.plan_for(lookup(primitive)) is not None
+
+
+# ---- through the compiler ------------------------------------------------------------------------
+
+W234 = np.linspace(-1.0, 2.0, 24).reshape(2, 3, 4)
+
+
+def moveaxis_then_weight(x):
+    return np.sum(np.moveaxis(x, 0, -1) * np.transpose(W234, (1, 2, 0)))
+
+
+def swapaxes_method_then_weight(x):
+    return np.sum(x.swapaxes(0, 2) ** 2 * W234)
+
+
+def expand_dims_then_broadcast(x):
+    return np.sum(np.expand_dims(x, axis=0) * W234[:, :1, :3] ** 2)
+
+
+def broadcast_to_then_weight(x):
+    return np.sum(np.broadcast_to(x, (2, 3)) * np.arange(6.0).reshape(2, 3))
+
+
+def atleast_2d_matmul(x):
+    return np.sum(np.atleast_2d(x) @ np.ones((3, 2)) * np.atleast_2d(x).T[:2])
+
+
+def atleast_1d_of_two(x, y):
+    a, b = np.atleast_1d(x, y)
+    return np.sum(a * np.arange(3.0)) + np.sum(b ** 2)
+
+
+def flip_axis_keyword(x):
+    return np.sum(np.flip(x, axis=1) * np.arange(6.0).reshape(2, 3))
+
+
+def flip_all_and_lr_ud(x):
+    return np.sum((np.flip(x) + np.fliplr(x) * 2.0 + np.flipud(x) * 3.0) * np.arange(6.0).reshape(2, 3))
+
+
+def roll_shift_and_axis(x):
+    return np.sum(np.roll(x, 2, axis=1) * np.arange(6.0).reshape(2, 3)) + np.sum(np.roll(x, -1) * x)
+
+
+def rot90_k_and_axes(x):
+    return np.sum(np.rot90(x, 3, axes=(1, 0)) * np.arange(6.0).reshape(3, 2)) + np.sum(np.rot90(x) ** 3)
+
+
+MOVE_GRAD_CASES = [
+    pytest.param(moveaxis_then_weight, (2, 3, 4), np.float64, id="moveaxis"),
+    pytest.param(swapaxes_method_then_weight, (4, 3, 2), np.float64, id="x.swapaxes"),
+    pytest.param(expand_dims_then_broadcast, (3,), np.float64, id="expand_dims"),
+    pytest.param(broadcast_to_then_weight, None, np.float64, id="broadcast_to-float"),
+    pytest.param(broadcast_to_then_weight, (1, 3), np.float32, id="broadcast_to-(1,3)-float32"),
+    pytest.param(atleast_2d_matmul, (3,), np.float64, id="atleast_2d"),
+    pytest.param(flip_axis_keyword, (2, 3), np.float32, id="flip-axis-float32"),
+    pytest.param(flip_all_and_lr_ud, (2, 3), np.float64, id="flip-fliplr-flipud"),
+    pytest.param(roll_shift_and_axis, (2, 3), np.float64, id="roll"),
+    pytest.param(rot90_k_and_axes, (2, 3), np.float64, id="rot90"),
+]
+
+
+@pytest.mark.parametrize("fn, shape, dtype", MOVE_GRAD_CASES)
+def test_move_through_compiler_matches_finite_differences(rng, fn, shape, dtype):
+    check_grad(fn, sample(rng, "real", shape, dtype))
+
+
+def test_atleast_1d_of_two_arrays_through_compiler(rng):
+    check_grad(atleast_1d_of_two, rng.normal(size=3), 0.5)
+
+
+def test_move_keeps_float32(rng):
+    x = rng.normal(size=(2, 3)).astype(np.float32)
+    for fn in (flip_axis_keyword, roll_shift_and_axis, rot90_k_and_axes, broadcast_to_then_weight):
+        assert adjoint.grad(fn)(x).dtype == np.float32, fn.__name__
+
+
+def test_broadcast_to_sums_the_cotangent_of_a_python_float():
+    assert adjoint.grad(broadcast_to_then_weight)(0.5) == pytest.approx(15.0)
+
+
+def test_roll_back_is_the_opposite_roll():
+    # The cotangent of entry i is the weight at the slot entry i was rolled to: (i + 2) mod 3.
+    x = np.zeros((2, 3))
+    expected = np.roll(np.arange(6.0).reshape(2, 3), -2, axis=1)
+    np.testing.assert_array_equal(adjoint.grad(roll_shift_and_axis)(x), expected)
+
+
+def comparisons_only(x):
+    same = np.isclose(x, 0.5) | np.array_equal(x, x)
+    return np.sum(np.where(same, x, 2.0 * x)) + np.allclose(x, 0.0) + np.array_equiv(x, x[:1])
+
+
+def test_comparisons_carry_no_gradient(rng):
+    for query in (np.isclose, np.allclose, np.array_equal, np.array_equiv):
+        assert registry.is_non_differentiable(query)
+    check_grad(comparisons_only, rng.normal(size=(2, 3)))
+
+
+def keyword_out_of_scope(x):
+    return np.sum(np.reshape(x, (3, 1), copy=True))
+
+
+def test_a_keyword_out_of_scope_is_refused():
+    with pytest.raises(adjoint.AdjointError, match="copy="):
+        adjoint.grad(keyword_out_of_scope)(np.ones(3))

@@ -138,8 +138,8 @@ def test_method_vjp_passes_keywords_to_the_method():
 
 
 def test_method_vjp_of_an_array_method_without_a_rule_names_it():
-    with pytest.raises(RuleError, match=r"`ndarray\.cumsum`.*register a rule for np\.ndarray\.cumsum"):
-        adj.method_vjp((0,), X, "cumsum")
+    with pytest.raises(RuleError, match=r"`ndarray\.tolist`.*register a rule for np\.ndarray\.tolist"):
+        adj.method_vjp((0,), X, "tolist")
 
 
 # ---- method_vjp: dicts --------------------------------------------------------------------------

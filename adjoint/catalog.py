@@ -1,0 +1,175 @@
+"""The catalog of what adjoint differentiates: every primitive with a built-in rule, by family,
+with the arguments its rule takes, and every function declared to carry no gradient.
+
+`docs/rules.md` is this catalog as markdown (`python -m adjoint.catalog > docs/rules.md`, or
+`make docs`); a test keeps the two in sync, so the table is never out of date.
+
+>>> entry = next(e for e in entries() if e.name == "np.sum")
+>>> entry.call, entry.family, entry.inlined
+('np.sum(a, axis=None, dtype=None, keepdims=False)', 'reductions', True)
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import importlib
+import inspect
+import math
+import operator
+
+import numpy as np
+
+from . import registry
+from .compiler import inline
+
+_OPERATORS = {
+    operator.add: "a + b", operator.sub: "a - b", operator.mul: "a * b", operator.truediv: "a / b",
+    operator.floordiv: "a // b", operator.mod: "a % b", operator.pow: "a ** b", operator.matmul: "a @ b",
+    operator.neg: "-a", operator.pos: "+a",
+}
+
+# Where a primitive's public name is looked for, in order: the first namespace holding it names it.
+_NAMESPACES = [("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft), ("math", math), ("", builtins)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One supported primitive: its public `name` (`np.sum`, `x.sum` for an array method,
+    `a + b` for an operator), how to `call` it with the arguments the rule takes, its rule
+    `family` (the module of `adjoint/rules/` defining it), and whether generated code has the
+    rule's math `inlined` as NumPy expressions (otherwise the rule is called)."""
+
+    name: str
+    call: str
+    family: str
+    inlined: bool
+    aliases: tuple[str, ...] = ()
+
+
+def entries(builtin_only: bool = True) -> list[Entry]:
+    """Every primitive with a rule, sorted by family and name; with `builtin_only`, only the
+    rules adjoint ships (optional ones, such as scipy's, included when that library imports)."""
+    _load_optional_rules()
+    found = []
+    for primitive, rule in _registered():
+        module = getattr(rule.definition, "__module__", "") or ""
+        if builtin_only and not module.startswith("adjoint.rules."):
+            continue
+        names = _names(primitive)
+        if not names:
+            continue  # the runtime's own primitives (`adj.setitem`), which users never call
+        found.append(Entry(
+            names[0], _call(names[0], rule), module.rsplit(".", 1)[-1],
+            inline.plan_for(rule) is not None, tuple(names[1:]),
+        ))
+    return sorted(found, key=lambda e: (e.family, e.name))
+
+
+def without_gradient() -> list[str]:
+    """The public names of the functions declared non-differentiable, sorted."""
+    names = {_names(p)[0] for p in registry._NON_DIFFERENTIABLE.values() if _names(p)}
+    return sorted(names)
+
+
+def markdown() -> str:
+    """The catalog as the markdown page `docs/rules.md`."""
+    lines = [
+        "# Supported functions",
+        "",
+        "Generated from adjoint's rule registry by `make docs` (`python -m adjoint.catalog`); a test",
+        "keeps this page in sync with the code. Each function is listed with the arguments its rule",
+        "takes: a keyword that is not listed (`out=`, `where=`...) is refused with an error naming it.",
+        "*Inlined* rules are written into the generated code as NumPy expressions; the others are",
+        "called. Register a rule for anything missing with `@adjoint.rrule` and check it with",
+        "`adjoint.testing.check_rrule`.",
+        "",
+    ]
+    by_family: dict[str, list[Entry]] = {}
+    for entry in entries():
+        by_family.setdefault(entry.family, []).append(entry)
+    for family, group in by_family.items():
+        lines += [f"## {family}", "", "| function | call | in generated code |", "|---|---|---|"]
+        for e in group:
+            also = f" (also {', '.join(f'`{a}`' for a in e.aliases)})" if e.aliases else ""
+            lines.append(f"| `{e.name}`{also} | `{e.call}` | {'inlined' if e.inlined else 'called'} |")
+        lines.append("")
+    lines += [
+        "## Without gradient",
+        "",
+        "These run as they are inside differentiated code; their results carry no gradient.",
+        "",
+        ", ".join(f"`{name}`" for name in without_gradient()),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _registered():
+    return [(primitive, rule) for primitive, rule in registry._RULES.values()]
+
+
+def _load_optional_rules():
+    for prefix, rules_module in registry._OPTIONAL_RULES.items():
+        try:
+            importlib.import_module(prefix.rstrip("."))
+        except ImportError:
+            continue
+        if rules_module not in registry._loaded_optional:
+            registry._loaded_optional.add(rules_module)
+            importlib.import_module(rules_module)
+
+
+def _names(primitive) -> list[str]:
+    """The public names of `primitive`, canonical first: `["np.abs", "np.absolute"]`."""
+    if primitive in _OPERATORS.keys() if _hashable(primitive) else False:
+        return [_OPERATORS[primitive]]
+    names = [f"x.{n}" for n in _attributes(np.ndarray) if getattr(np.ndarray, n, None) is primitive]
+    for prefix, namespace in _NAMESPACES:
+        names += [f"{prefix}.{n}".lstrip(".") for n in _attributes(namespace) if getattr(namespace, n) is primitive]
+    module = getattr(primitive, "__module__", None) or ""
+    if module.startswith("scipy."):
+        public = module.split("._")[0]  # `scipy.special._logsumexp` -> `scipy.special`
+        names.append(f"{public}.{primitive.__name__}")
+    own = getattr(primitive, "__name__", None)
+    names.sort(key=lambda n: (n not in _USUAL, n.rsplit(".", 1)[-1] != own, len(n), n))  # its own name first
+    return names
+
+
+# Aliases people write more often than the function's own name (`np.absolute`, `np.remainder`).
+_USUAL = {"np.abs", "np.mod", "np.conj"}
+
+
+
+def _attributes(namespace) -> list[str]:
+    return [n for n in dir(namespace) if not n.startswith("_")]
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _call(name, rule) -> str:
+    """How to call `name` with the arguments the rule takes: `np.sum(a, axis=None, ...)`."""
+    if not name.isidentifier() and "." not in name:
+        return name  # an operator, shown as the expression
+    if rule.partials is not None:
+        parameters = list(inspect.signature(rule.partials).parameters)[1:]  # after `ans`
+        return f"{name}({', '.join(parameters)})"
+    try:
+        parameters = list(inspect.signature(rule.definition).parameters.values())
+    except (TypeError, ValueError):
+        return f"{name}(...)"
+    if name.startswith("x."):
+        parameters = parameters[1:]  # the array is the receiver
+        if isinstance(inspect.getattr_static(np.ndarray, name[2:]), (property, type(np.ndarray.T))):
+            return name  # an attribute (`x.T`)
+    return f"{name}({', '.join(str(p) for p in parameters)})"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
