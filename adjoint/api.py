@@ -202,12 +202,14 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None) -> str:
         return pipeline.compiled(f, positions + held, spec, implicit=True).text
 
 
-def rrule(*primitives):
+def rrule(*primitives, sequences=False):
     """Register a reverse rule for `primitives` (a decorator): see `adjoint.registry`.
 
     The rule is called with the primitive's arguments, keyword arguments included, and
     returns `(value, pullback)`; `pullback(cotangent)` returns one cotangent per positional
-    argument (`None` where an argument has none, which adjoint reads as zeros).
+    argument (`None` where an argument has none, which adjoint reads as zeros). With
+    `sequences=True`, operands may be lists or tuples of arrays (`my_concat([a, b])`), and
+    the pullback returns such an operand's cotangent as the same kind of sequence.
 
     >>> import numpy as np, adjoint
     >>> def softplus(x):
@@ -220,7 +222,7 @@ def rrule(*primitives):
     >>> float(adjoint.grad(softplus)(0.0))
     0.5
     """
-    return registry.rrule(*primitives, checked=True)
+    return registry.rrule(*primitives, checked=True, sequences=sequences)
 
 
 # ---- the one path every entry point takes ------------------------------------------------------

@@ -53,3 +53,27 @@ W1, b1, W2, b2 = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(4
 
     np.testing.assert_allclose(gs[model.layers[0].W], fresh.layers[0].W)
     np.testing.assert_allclose(gs[model.layers[1].b], fresh.layers[1].b)
+
+
+def _run_block(tmp_path, marker, name):
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S) if marker in b)
+    path = tmp_path / f"{name}.py"
+    path.write_text("import numpy as np\nimport adjoint\n\n" + block)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return vars(module)
+
+
+def test_readme_complex_example_holds(tmp_path):
+    namespace = _run_block(tmp_path, "np.abs(z) ** 2", "readme_complex")
+    assert namespace["g"] == 2 - 4j
+    assert abs(namespace["z"]) < abs(1 + 2j)
+
+
+def test_readme_rule_example_registers_a_rule_that_passes_its_checks(tmp_path):
+    namespace = _run_block(tmp_path, "softplus_rrule", "readme_rule")
+    import numpy as np
+
+    g = adjoint.grad(lambda x: np.sum(namespace["softplus"](x)))(np.array([0.0]))
+    assert g[0] == 0.5  # the rule's sigmoid at 0

@@ -8,6 +8,7 @@ variant, in float32 and float64.
 import itertools
 
 import numpy as np
+import pytest
 
 SHAPES = [None, (), (3,), (2, 3), (1, 3)]  # None: a Python float
 ARRAY_SHAPES = [(), (3,), (2, 3), (1, 3)]
@@ -62,3 +63,48 @@ def grid(*parts):
     """The product of parameter lists, flattened into tuples (for `pytest.mark.parametrize`)."""
     return [tuple(itertools.chain.from_iterable(p if isinstance(p, tuple) else (p,) for p in combo))
             for combo in itertools.product(*parts)]
+
+
+# ---- grids of the elementwise rule tests (test_elementwise.py and test_extrema.py) ---------------
+
+def case_ids(cases):
+    """The ids of `(id, primitive, ...)` cases, for `pytest.mark.parametrize`."""
+    return [case[0] for case in cases]
+
+
+def shape_id(shape):
+    return "float" if shape is None else str(shape).replace(" ", "")
+
+
+# A Python float, and each array shape in float32 and float64.
+UNARY_GRID = [pytest.param(None, np.float64, id="float")] + [
+    pytest.param(shape, dtype, id=f"{shape_id(shape)}-{np.dtype(dtype).name}")
+    for shape in ARRAY_SHAPES for dtype in DTYPES
+]
+# Each broadcasting pair in float32 and float64 (two Python floats once).
+BINARY_GRID = [
+    pytest.param(pair, dtype, id=f"{shape_id(pair[0])}-{shape_id(pair[1])}-{np.dtype(dtype).name}")
+    for pair in BROADCAST_PAIRS for dtype in DTYPES
+    if pair != (None, None) or dtype is np.float64
+]
+# Through the compiler, a smaller grid: the rule's math is the same, what differs is how the
+# generated code reaches it (inlined, with or without unbroadcasting, casts of float32).
+UNARY_GRAD_GRID = [
+    pytest.param(None, np.float64, id="float"),
+    pytest.param((), np.float64, id="()-float64"),
+    pytest.param((2, 3), np.float64, id="(2,3)-float64"),
+    pytest.param((1, 3), np.float32, id="(1,3)-float32"),
+]
+BINARY_GRAD_GRID = [
+    pytest.param(((2, 3), (2, 3)), np.float64, id="(2,3)-(2,3)-float64"),
+    pytest.param(((1, 3), (2, 1)), np.float64, id="(1,3)-(2,1)-float64"),
+    pytest.param((None, (2, 3)), np.float64, id="float-(2,3)-float64"),
+    pytest.param((None, None), np.float64, id="float-float"),
+    pytest.param(((2, 3), (3,)), np.float32, id="(2,3)-(3,)-float32"),
+    pytest.param(((3,), None), np.float32, id="(3,)-float-float32"),
+]
+
+
+def binary_args(rng, domains, shapes, dtype):
+    """One argument per `(domain, shape)`, all of `dtype`."""
+    return tuple(sample(rng, domain, shape, dtype) for domain, shape in zip(domains, shapes))
