@@ -6,14 +6,13 @@ with the arguments its rule takes, and every function declared to carry no gradi
 
 >>> entry = next(e for e in entries() if e.name == "np.sum")
 >>> entry.call, entry.family, entry.inlined
-('np.sum(a, axis=None, dtype=None, keepdims=False)', 'reductions', True)
+('np.sum(a, axis=None, dtype=None, *, keepdims=False)', 'reductions', True)
 """
 
 from __future__ import annotations
 
 import builtins
 import dataclasses
-import importlib
 import inspect
 import math
 import operator
@@ -50,7 +49,7 @@ class Entry:
 def entries(builtin_only: bool = True) -> list[Entry]:
     """Every primitive with a rule, sorted by family and name; with `builtin_only`, only the
     rules adjoint ships (optional ones, such as scipy's, included when that library imports)."""
-    _load_optional_rules()
+    registry.load_optional_rules()
     found = []
     for primitive, rule in _registered():
         module = getattr(rule.definition, "__module__", "") or ""
@@ -109,20 +108,9 @@ def _registered():
     return [(primitive, rule) for primitive, rule in registry._RULES.values()]
 
 
-def _load_optional_rules():
-    for prefix, rules_module in registry._OPTIONAL_RULES.items():
-        try:
-            importlib.import_module(prefix.rstrip("."))
-        except ImportError:
-            continue
-        if rules_module not in registry._loaded_optional:
-            registry._loaded_optional.add(rules_module)
-            importlib.import_module(rules_module)
-
-
 def _names(primitive) -> list[str]:
     """The public names of `primitive`, canonical first: `["np.abs", "np.absolute"]`."""
-    if primitive in _OPERATORS.keys() if _hashable(primitive) else False:
+    if _hashable(primitive) and primitive in _OPERATORS:
         return [_OPERATORS[primitive]]
     names = [f"x.{n}" for n in _attributes(np.ndarray) if getattr(np.ndarray, n, None) is primitive]
     for prefix, namespace in _NAMESPACES:
@@ -157,18 +145,16 @@ def _call(name, rule) -> str:
     """How to call `name` with the arguments the rule takes: `np.sum(a, axis=None, ...)`."""
     if not name.isidentifier() and "." not in name:
         return name  # an operator, shown as the expression
-    if rule.partials is not None:
-        parameters = list(inspect.signature(rule.partials).parameters)[1:]  # after `ans`
-        return f"{name}({', '.join(parameters)})"
-    try:
-        parameters = list(inspect.signature(rule.definition).parameters.values())
-    except (TypeError, ValueError):
+    signature = rule.signature
+    if signature is None:
         return f"{name}(...)"
+    parameters = list(signature.parameters.values())
     if name.startswith("x."):
         parameters = parameters[1:]  # the array is the receiver
         if isinstance(inspect.getattr_static(np.ndarray, name[2:]), (property, type(np.ndarray.T))):
             return name  # an attribute (`x.T`)
-    return f"{name}({', '.join(str(p) for p in parameters)})"
+    shown = str(signature.replace(parameters=parameters)).replace(", /", "")  # elementwise inputs
+    return f"{name}{shown}"
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ The one rule convention, written once:
 - `pullback(cotangent)` returns a tuple with one cotangent per positional argument, in order.
   `None` means the argument carries no cotangent (an int, a shape, a flag) and consumers skip
   work for it; trailing `None`s may be left out (`np.sum(x, 1)`'s pullback may return just
-  `(x_bar,)`), and consumers pad; `None`s for optional parameters the call did not pass may be
-  given, and consumers drop them (`padded`). A cotangent has its argument's shape and dtype.
+  `(x_bar,)`), and consumers pad; cotangents for parameters the call passed by keyword or not
+  at all may be given, and consumers drop them (`padded`). A cotangent has its argument's
+  shape and dtype.
 - A method's rule (`np.ndarray.sum`) takes the receiver as its first argument.
 - Keyword arguments are never differentiated.
 - The pullback is a named closure (`sin_pullback`), so a traceback says which rule failed.
@@ -53,6 +54,18 @@ class Rule:
     partials: Callable | None = None
     sequences: bool = False  # its operands may be lists or tuples of arrays (`np.concatenate(xs)`)
 
+    @functools.cached_property
+    def signature(self) -> inspect.Signature | None:
+        """The parameters a call may pass: the rule's own (an elementwise rule's inputs, after
+        `ans`, positional only), or None where Python cannot tell."""
+        if self.partials is not None:
+            inputs = list(inspect.signature(self.partials).parameters)[1:]
+            return inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in inputs])
+        try:
+            return inspect.signature(self.definition)
+        except (TypeError, ValueError):
+            return None
+
     def refusal(self, positional: int, keywords) -> str | None:
         """Why a call with `positional` arguments and these keyword names does not fit the
         rule (`"does not support the keyword argument `out=`"`), or None if it does.
@@ -60,26 +73,29 @@ class Rule:
         >>> lookup(np.sum).refusal(1, ["axis", "out"])
         'does not support the keyword argument `out=`'
         """
-        if self.partials is not None:
-            parameters = list(inspect.signature(self.partials).parameters)[1:]  # after `ans`
-            signature = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in parameters])
-        else:
-            try:
-                signature = inspect.signature(self.definition)
-            except (TypeError, ValueError):
-                return None
-        accepted = signature.parameters
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-            return None
-        for keyword in keywords:
-            parameter = accepted.get(keyword)
-            if parameter is None or parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-                return f"does not support the keyword argument `{keyword}=`"
-        try:
-            signature.bind(*range(positional), **{k: None for k in keywords})
-        except TypeError as error:
-            return f"cannot be called this way ({error})"
+        key = (positional, tuple(keywords))
+        if key not in self._refusals:  # asked at run time for every call with keywords: remembered
+            self._refusals[key] = _refusal(self.signature, positional, key[1])
+        return self._refusals[key]
+
+    _refusals: dict = dataclasses.field(default_factory=dict, repr=False)
+
+
+def _refusal(signature, positional, keywords) -> str | None:
+    if signature is None:
         return None
+    accepted = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        return None
+    for keyword in keywords:
+        parameter = accepted.get(keyword)
+        if parameter is None or parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            return f"does not support the keyword argument `{keyword}=`"
+    try:
+        signature.bind(*range(positional), **dict.fromkeys(keywords))
+    except TypeError as error:
+        return f"cannot be called this way ({error})"
+    return None
 
 
 _RULES: dict[int, tuple[object, Rule]] = {}
@@ -118,6 +134,19 @@ def lookup(primitive) -> Rule | None:
 # up, so that `import adjoint` never imports them: the library's module prefix -> rule module.
 _OPTIONAL_RULES = {"scipy.": "adjoint.rules.scipy_special"}
 _loaded_optional: set[str] = set()
+
+
+def load_optional_rules() -> None:
+    """Import the optional rules of every optional library that is installed (the catalog
+    lists them all)."""
+    for prefix, rules_module in _OPTIONAL_RULES.items():
+        try:
+            importlib.import_module(prefix.rstrip("."))
+        except ImportError:
+            continue
+        if rules_module not in _loaded_optional:
+            _loaded_optional.add(rules_module)
+            importlib.import_module(rules_module)
 
 
 def _loads_optional_rules(primitive) -> bool:
@@ -194,19 +223,29 @@ def _with_zero_cotangents(rule_fn):
     `None` to mean "no gradient" safe without runtime checks in generated code.
     """
 
+    parameters = inspect.signature(rule_fn).parameters.values()
+    most = (
+        float("inf") if any(p.kind is p.VAR_POSITIONAL for p in parameters)
+        else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    )
+
     @functools.wraps(rule_fn)
     def checked_rule(*args, **kwargs):
         value, pullback = rule_fn(*args, **kwargs)
-        zero_filled = runtime.zeros_for_none(pullback, args, range(len(args)))
 
-        def checked_pullback(cotangent):
-            cotangents = zero_filled(_dense(cotangent, value))
-            if len(cotangents) != len(args):
+        def counted_pullback(cotangent):
+            cotangents = tuple(pullback(cotangent))
+            if len(cotangents) > max(most, len(args)):
                 raise runtime.RuleError(
                     f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
                     f"cotangents for {len(args)} positional arguments"
                 )
             return cotangents
+
+        zero_filled = runtime.zeros_for_none(counted_pullback, args, range(len(args)))
+
+        def checked_pullback(cotangent):
+            return zero_filled(_dense(cotangent, value))
 
         checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(
             pullback, "__name__", "pullback"

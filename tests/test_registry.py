@@ -42,3 +42,29 @@ def test_a_users_rule_may_take_a_list_of_arrays():
 def test_without_sequences_a_list_operand_is_refused_at_transform_time():
     with pytest.raises(adjoint.TransformError, match="tuple or list operand"):
         adjoint.grad(lambda a: np.sum(np.square([a, a])))(1.0)
+
+
+def overcounted(x, y):
+    return x * y
+
+
+@adjoint.rrule(overcounted)
+def overcounted_rrule(x, y):
+    def overcounted_pullback(g):
+        return g * y, g * x, g  # one cotangent too many
+
+    return x * y, overcounted_pullback
+
+
+def test_a_users_pullback_returning_too_many_cotangents_is_refused():
+    _, back = adjoint.registry.lookup(overcounted).rrule(3.0, 2.0)
+    with pytest.raises(adjoint.AdjointError, match="returned 3 cotangents for 2 positional arguments"):
+        back(1.0)
+
+
+def test_a_rules_refusal_is_remembered_per_call_shape():
+    rule = adjoint.registry.lookup(np.sum)
+    first = rule.refusal(1, ("axis", "out"))
+    assert first == "does not support the keyword argument `out=`"
+    assert rule.refusal(1, ("axis", "out")) is first
+    assert rule.refusal(1, ("axis",)) is None

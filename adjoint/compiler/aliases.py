@@ -201,9 +201,10 @@ def stored_into(stmt) -> set[str]:
 
 
 def is_container_update(call) -> bool:
-    """`adj.setitem(y, i, v)` or `adj.append(xs, v)`, which `normalize` makes of updates."""
+    """`adj.setitem(y, i, v)`, `adj.append(xs, v)` or `adj.add_at(y, i, v)`, which `normalize`
+    makes of updates."""
     obj = getattr(anno.get(call, anno.CALLEE), "obj", None)
-    return obj is runtime.setitem or obj is runtime.append
+    return obj is runtime.setitem or obj is runtime.append or obj is runtime.add_at
 
 
 def is_fresh(definition) -> bool:

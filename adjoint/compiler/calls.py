@@ -10,13 +10,10 @@ Before:  y = dense(x, W)               After:  y, dense_pullback = adj.vjp((0, 1
 
 from __future__ import annotations
 
-import builtins
 import operator
 
 import gast
-import numpy as np
 
-from .. import runtime
 from . import annotations as anno
 from . import inline, resolve, syntax
 
@@ -63,7 +60,7 @@ class CallAdjoints:
         if _concatenation(rule, args, self.sequences):
             self._concatenate(stmt, target, args)
             return
-        if not _takes_sequences(rule) and any(isinstance(a, gast.Name) and a.id in self.sequences and a.id in self.varied for a in args):
+        if not rule.sequences and any(isinstance(a, gast.Name) and a.id in self.sequences and a.id in self.varied for a in args):
             # `t + (z,)` concatenates and `np.square([x])` squares an array: neither is the rule's math
             self._unsupported(
                 stmt, stmt.value, f"`{text}` with a tuple or list operand is not supported yet",
@@ -296,12 +293,3 @@ def _concatenation(rule, args, sequences) -> bool:
     )
 
 
-def _takes_sequences(rule) -> bool:
-    """Rules whose operands are sequences by design (`np.stack(hs)`, `sum(terms)`)."""
-    return rule.sequences or any(rule.primitive is p for p in _SEQUENCE_PRIMITIVES)
-
-
-_SEQUENCE_PRIMITIVES = (
-    runtime.append, runtime.setitem, builtins.sum, builtins.max, builtins.min, builtins.list,
-    builtins.tuple, builtins.len, np.array, np.asarray,
-)

@@ -46,7 +46,7 @@ from . import syntax
 from .iteration import Iteration
 from .lowering import Lowering
 from .unpacking import Unpacking, _is_swap
-from .updates import ItemUpdates, _is_append
+from .updates import ItemUpdates, _is_append, is_add_at
 from .context import Context
 from .naming import OPERATOR_TAGS
 
@@ -159,6 +159,11 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
         value = stmt.value
         if isinstance(value, gast.Constant) or syntax.is_atom(value):
             return  # docstrings and bare names do nothing
+        if is_add_at(value, self.local_names, self.ctx.fn):
+            array = value.args[0].id
+            parts = [syntax.name(array)] + [self.atom(a, array) for a in value.args[1:]]
+            self._emit(syntax.assign(array, syntax.call(f"{self.ctx.runtime_alias}.add_at", parts)))
+            return
         if _is_append(value, self.local_names):
             lst = value.func.value.id
             element = self.atom(value.args[0], lst)

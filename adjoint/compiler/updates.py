@@ -2,8 +2,8 @@
 
 A mixin of `normalize._Normalizer`. `y[i] = v` becomes `y = adj.setitem(y, i, v)` (a copy
 with the item replaced), `y[i] += v` reads `y[i]` into a name first, `y[i][j] = v` reads
-`y[i]`, updates it, and writes it back, and `xs.append(v)` on a local list becomes
-`xs = adj.append(xs, v)`. The reads made for these updates are marked `ITEM_READ` (they are
+`y[i]`, updates it, and writes it back, `xs.append(v)` on a local list becomes
+`xs = adj.append(xs, v)`, and `np.add.at(y, i, v)` on a local array `y = adj.add_at(y, i, v)`. The reads made for these updates are marked `ITEM_READ` (they are
 not aliases of `y`: `y` is written right after). `inplace` refuses the updates Python would
 show through another name.
 
@@ -16,9 +16,11 @@ Before:  y[1:] += x[:2]                    After:  y_item = y[1:]
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from . import annotations as anno
 from . import syntax
+from .context import free_name
 from .naming import OPERATOR_TAGS
 
 
@@ -80,3 +82,22 @@ def _is_append(value, local_names) -> bool:
     )
 
 
+
+
+def is_add_at(value, local_names, fn) -> bool:
+    """`np.add.at(y, i, v)` on a local array `y` (adjoint rebinds `y` to an updated copy)."""
+    if not (
+        isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "at"
+        and len(value.args) == 3 and not value.keywords
+        and isinstance(value.args[0], gast.Name) and value.args[0].id in local_names
+    ):
+        return False
+    ufunc = value.func.value
+    root = syntax.root_name(ufunc)
+    path = syntax.dotted(ufunc)
+    if root is None or path is None:
+        return False
+    obj = free_name(fn, root)
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    return obj is np.add

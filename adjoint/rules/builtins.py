@@ -32,7 +32,7 @@ def _items(iterable, name):
 
 
 # `sum(items, start)`: every item gets the cotangent (summed to its shape), as does `start`.
-@rrule(builtins.sum)
+@rrule(builtins.sum, sequences=True)
 def sum_rrule(iterable, /, start=0):
     items = _items(iterable, "sum")
     if isinstance(start, (list, tuple)):
@@ -54,7 +54,7 @@ def sum_rrule(iterable, /, start=0):
 
 
 # `max(a, b, ...)` and `max(items)` return one of their items: it gets the cotangent.
-@rrule(builtins.max)
+@rrule(builtins.max, sequences=True)
 def max_rrule(*args, **kwargs):
     items = _items(args[0], "max") if len(args) == 1 else args
     ans = builtins.max(items, **kwargs)
@@ -65,7 +65,7 @@ def max_rrule(*args, **kwargs):
     return ans, max_pullback
 
 
-@rrule(builtins.min)
+@rrule(builtins.min, sequences=True)
 def min_rrule(*args, **kwargs):
     items = _items(args[0], "min") if len(args) == 1 else args
     ans = builtins.min(items, **kwargs)

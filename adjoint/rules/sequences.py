@@ -14,7 +14,7 @@ from ..registry import rrule
 
 
 # `list(xs)` and `tuple(xs)`: each item keeps its cotangent; an array's rows stack back.
-@rrule(builtins.list)
+@rrule(builtins.list, sequences=True)
 def list_rrule(iterable=()):
     def list_pullback(g):
         return (adj.unpack_bar(list(g), iterable),)
@@ -22,7 +22,7 @@ def list_rrule(iterable=()):
     return list(iterable), list_pullback
 
 
-@rrule(builtins.tuple)
+@rrule(builtins.tuple, sequences=True)
 def tuple_rrule(iterable=()):
     def tuple_pullback(g):
         return (adj.unpack_bar(list(g), iterable),)
@@ -31,7 +31,7 @@ def tuple_rrule(iterable=()):
 
 
 # `np.array(xs)` of (nested) lists of numbers and arrays: each item gets its part.
-@rrule(np.array, np.asarray)
+@rrule(np.array, np.asarray, sequences=True)
 def array_rrule(obj, dtype=None):
     def array_pullback(g):
         return _unarray(g, obj), None

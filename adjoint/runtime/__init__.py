@@ -32,7 +32,7 @@ from .cotangents import (
     zeros_like,
 )
 from .indexing import (
-    append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
+    add_at, append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
 )
 from .building import construct_vjp, is_constructible
 from .structs import Tangent, field_bar, item_bar
@@ -78,6 +78,7 @@ __all__ = [
     "setitem_bar",
     "append",
     "append_bar",
+    "add_at",
     "vjp",
     "closure_vjp",
     "item_bar",

@@ -199,6 +199,21 @@ def setitem(x, index, value):
     return result
 
 
+def add_at(x, index, value):
+    """A copy of `x` with `np.add.at(copy, index, value)` applied; `x` itself is not changed.
+
+    Generated code writes `x = adj.add_at(x, i, v)` for the statement `np.add.at(x, i, v)`:
+    repeated indices add up, as they do in NumPy.
+
+    >>> x = np.zeros(3)
+    >>> add_at(x, [0, 2, 0], 1.0), x
+    (array([2., 0., 1.]), array([0., 0., 0.]))
+    """
+    result = np.array(x, copy=True, order="K")
+    np.add.at(result, index, value)
+    return result
+
+
 def setitem_bar(g, x, index, value):
     """Cotangents `(x_bar, value_bar)` of `y = setitem(x, index, value)`, given `y`'s `g`.
 

@@ -1400,9 +1400,8 @@ def histogram_add_at(vals, w):
     return np.sum(out ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason='no rule for np.add.at yet (issue 5)')
 def test_scatter_add_with_np_add_at():
-    """`np.add.at` is refused; its hint (use the result, or mark it non-differentiable) cannot apply."""
+    """`np.add.at(out, idx, v)` scatters with repeated indices adding up; the gradient gathers."""
     check_grad(histogram_add_at, normal(6), 1.5)
 
 

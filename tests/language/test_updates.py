@@ -265,3 +265,42 @@ def test_items_read_before_an_update_are_checked_at_run_time():
     with pytest.raises(adjoint.AdjointError, match=r"would show through `row`") as info:
         adjoint.grad(row_view_then_update)(np.ones((2, 2)))
     assert f"{__file__}:{row_view_then_update.__code__.co_firstlineno + 3}" in str(info.value)
+
+
+# ---- np.add.at: a scatter whose repeated indices add up ------------------------------------------
+
+def add_at_into_parameter(x, v):
+    np.add.at(x, [0, 2, 0], v)  # updates the caller's `x` in plain Python; adjoint works on a copy
+    return np.sum(x ** 2)
+
+
+def add_at_rows_of_a_matrix(W, rows):
+    out = np.zeros((3, 2))
+    np.add.at(out, ([0, 1, 0], [1, 1, 1]), rows[:, 0] * rows[:, 1])
+    np.add.at(out, 2, rows[0])
+    return np.sum(np.tanh(out) * W)
+
+
+def add_at_through_an_alias(x, v):
+    y = x
+    np.add.at(y, [0, 0], v)
+    return np.sum(x * 1.0)
+
+
+@pytest.mark.parametrize("f, args", [
+    (add_at_into_parameter, (rng.normal(size=3), rng.normal(size=3))),
+    (add_at_into_parameter, (rng.normal(size=3), 0.5)),
+    (add_at_rows_of_a_matrix, (rng.normal(size=(3, 2)), rng.normal(size=(3, 2)))),
+])
+def test_np_add_at_gradients_match_finite_differences(f, args):
+    originals = copy.deepcopy(args)
+    value = f(*copy.deepcopy(args))
+    assert adjoint.value_and_grad(f)(*args)[0] == pytest.approx(value)
+    check_grad(f, *args)
+    for arg, original in zip(args, originals):
+        np.testing.assert_array_equal(arg, original)
+
+
+def test_np_add_at_through_an_alias_is_refused_like_an_item_update():
+    with pytest.raises(adjoint.TransformError, match="update"):
+        adjoint.grad(add_at_through_an_alias)(np.ones(2), 1.0)

@@ -1,5 +1,5 @@
-"""Rules of adjoint/rules/containers.py: `adj.setitem` and `adj.append`, which `normalize` writes
-for `x[i] = v` and `xs.append(v)`."""
+"""Rules of adjoint/rules/containers.py: `adj.setitem`, `adj.append` and `adj.add_at`, which
+`normalize` writes for `x[i] = v`, `xs.append(v)` and `np.add.at(x, i, v)`."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from adjoint.registry import lookup
 from adjoint.testing import check_rrule
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
-RRULE_PRIMITIVES = [adj.setitem, adj.append]
+RRULE_PRIMITIVES = [adj.setitem, adj.append, adj.add_at]
 
 # (shape of x, index, value)
 SETITEM_CASES = [
@@ -52,3 +52,20 @@ def test_append_rule_matches_finite_differences(rng):
 def test_append_rule_gives_the_list_its_part_of_the_cotangent():
     _, back = lookup(adj.append).rrule([1.0, 2.0], 3.0)
     assert back([4.0, 5.0, 6.0]) == ([4.0, 5.0], 6.0)
+
+
+# (shape of x, index, value): repeated indices add up
+ADD_AT_CASES = [
+    pytest.param((4,), [0, 2, 0], np.array([0.5, -1.0, 2.0]), id="repeated"),
+    pytest.param((4,), [1, 1], 0.5, id="repeated-python-float"),
+    pytest.param((2, 3), ([0, 1, 0], [2, 2, 2]), np.array([1.0, 2.0, 3.0]), id="fancy-2d"),
+    pytest.param((2, 3), 1, np.array([1.0, 2.0, 3.0]), id="row"),
+    pytest.param((3, 2), [0, 0], np.array([1.0, -2.0]), id="rows-broadcast"),
+]
+
+
+@pytest.mark.parametrize("shape, index, value", ADD_AT_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_at_rule_matches_finite_differences(rng, shape, index, value, dtype):
+    value = np.asarray(value, dtype=dtype) if isinstance(value, np.ndarray) else value
+    check_rrule(adj.add_at, rng.normal(size=shape).astype(dtype), index, value)
