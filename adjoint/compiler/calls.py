@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 
 import gast
+import numpy as np
 
 from . import annotations as anno
 from . import inline, resolve, syntax
@@ -276,6 +277,8 @@ def _keywords_to_positions(call, fn):
 
 
 def _describe(obj) -> str:
+    if isinstance(obj, np.ufunc):  # every ufunc says it is numpy's, scipy's included
+        return f"the ufunc `{obj.__name__}`"
     module = getattr(obj, "__module__", None) or type(obj).__module__
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     return f"{module}.{name}" if name else repr(obj)

@@ -335,8 +335,8 @@ def _passes_varied(call, varied) -> bool:
     callee = anno.get(call, anno.CALLEE)
     if callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE:
         return False
-    if callee is not None and callee.kind == resolve.RULE and aliases.returns_new_array(callee):
-        return False  # a pure NumPy function whose result is simply unused
+    if callee is not None and callee.kind == resolve.RULE:
+        return False  # a primitive with a rule computes a value (a view, maybe) that is simply unused
     return bool(syntax.load_names(call) & varied)
 
 

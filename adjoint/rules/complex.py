@@ -4,7 +4,7 @@ For a real loss `L` of `z = x + iy`, the cotangent of `z` is `z_bar = dL/dx - i 
 cotangents pair with tangents without a conjugate: `dL = Re(sum(z_bar * dz))`. A holomorphic
 function pulls back as `g * f'(z)` and a linear map as its plain transpose; the functions here
 are not holomorphic, so each derives its cotangent from that pairing. A real input keeps only
-the real part of its cotangent (`adj.match_complex`): it has no imaginary direction to move in.
+the real part of its cotangent (`adj.cotangent_like`): it has no imaginary direction to move in.
 """
 
 import builtins
@@ -20,7 +20,7 @@ from ..registry import rrule
 @rrule(np.real, np.ndarray.real)  # and the attribute `z.real`
 def real_rrule(val):
     def real_pullback(g):
-        return (adj.match_complex(g, val),)
+        return (adj.cotangent_like(g, val),)
 
     return np.real(val), real_pullback
 
@@ -29,7 +29,7 @@ def real_rrule(val):
 @rrule(np.imag, np.ndarray.imag)  # and the attribute `z.imag`
 def imag_rrule(val):
     def imag_pullback(g):
-        return (adj.match_complex(-1j * g, val),)
+        return (adj.cotangent_like(-1j * g, val),)
 
     return np.imag(val), imag_pullback
 
@@ -38,7 +38,7 @@ def imag_rrule(val):
 @rrule(np.conjugate, np.ndarray.conj, np.ndarray.conjugate)  # `np.conj` is `np.conjugate`
 def conjugate_rrule(x):
     def conjugate_pullback(g):
-        return (adj.match_complex(np.conjugate(g), x),)
+        return (adj.cotangent_like(np.conjugate(g), x),)
 
     return np.conjugate(x), conjugate_pullback
 
@@ -51,9 +51,8 @@ def conjugate_rrule(x):
 @rrule(np.angle)
 def angle_rrule(z, deg=False):
     def angle_pullback(g):
-        radians_bar = np.rad2deg(g) if deg else g
-        squared_modulus = np.where(z == 0, 1, np.abs(z) ** 2)
-        return (adj.match_complex(-1j * radians_bar * np.conjugate(z) / squared_modulus, z),)
+        partial = adj.divide_or_zero(-1j * np.conjugate(z), np.abs(z) ** 2)
+        return (adj.cotangent_like((np.rad2deg(g) if deg else g) * partial, z),)
 
     return np.angle(z, deg=deg), angle_pullback
 
@@ -62,25 +61,16 @@ def angle_rrule(z, deg=False):
 
 # `complex(re, im)` is `re + i im`: holomorphic in each, so re_bar = g and im_bar = i g, each
 # matched to its input (a real part gets the real part: dL/d(re) = Re(g), dL/d(im) = -Im(g)).
-@rrule(builtins.complex)
-def complex_rrule(real=0, imag=None):
-    def complex_pullback(g):
-        return adj.match_complex(g, real), adj.match_complex(1j * g, imag)
+def _complex_conversion(kind):
+    def conversion_rrule(real=0, imag=None):
+        def conversion_pullback(g):
+            return adj.cotangent_like(g, real), adj.cotangent_like(1j * g, imag)
 
-    return complex(real) if imag is None else complex(real, imag), complex_pullback
+        return kind(real) if imag is None else kind(real, imag), conversion_pullback
 
-
-@rrule(np.complex128)
-def complex128_rrule(real=0, imag=None):
-    def complex128_pullback(g):
-        return adj.match_complex(g, real), adj.match_complex(1j * g, imag)
-
-    return np.complex128(real) if imag is None else np.complex128(real, imag), complex128_pullback
+    conversion_rrule.__name__ = f"{kind.__name__}_rrule"
+    return conversion_rrule
 
 
-@rrule(np.complex64)
-def complex64_rrule(real=0, imag=None):
-    def complex64_pullback(g):
-        return adj.match_complex(g, real), adj.match_complex(1j * g, imag)
-
-    return np.complex64(real) if imag is None else np.complex64(real, imag), complex64_pullback
+for _kind in (builtins.complex, np.complex128, np.complex64):
+    rrule(_kind)(_complex_conversion(_kind))

@@ -130,7 +130,7 @@ def svd_rrule(a, full_matrices=True, compute_uv=True):
     ans = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
     def svd_pullback(g):
-        return (adj.svd_bar(g, a, ans, full_matrices, compute_uv),)
+        return (adj.svd_bar(g, a, ans, compute_uv),)
 
     return ans, svd_pullback
 

@@ -5,7 +5,8 @@ registry multiplies by the cotangent and unbroadcasts. Partials hold for complex
 JAX's convention (the cotangent of `z = x + iy` is `dL/dx - i dL/dy`): a holomorphic
 function's partial is its complex derivative, with no conjugate; `abs`, which is not
 holomorphic, has `conj(z) / |z|`. Where a formula would divide 0 by 0 at a point where the
-function is finite, the partial is 0 there (`abs` at 0), as in autograd and JAX.
+function is finite, the partial is 0 there (`abs` at 0: `adj.divide_or_zero`), as in autograd
+and JAX.
 
 Every NumPy ufunc is classified, here or in `trigonometric` (sin ... arctanh, arctan2, hypot,
 angle conversions, and `np.sinc`):
@@ -156,7 +157,7 @@ def d_logaddexp2(ans, a, b):
 # conj(z) / |z|, which is sign(x) for a real x; 0 at 0, as autograd does.
 @elementwise(np.abs, abs, operator.abs, np.fabs)
 def d_abs(ans, x):
-    return np.conj(x) / adj.safe_divisor(ans)
+    return adj.divide_or_zero(np.conj(x), ans)
 
 
 # Ties split the cotangent equally between the two inputs, as autograd does. For fmax and fmin a
@@ -242,20 +243,24 @@ def where_rrule(condition, x, y):
 
 
 # NumPy clips as `minimum(maximum(a, low), high)`: the cotangent goes to whichever of the three
-# the result is, `a` first at ties. Bounds passed by keyword (`a_min=`, NumPy 2's `min=`), like
-# every keyword, get none, so the rule tells them from the positional ones.
+# the result is, `a` first at ties. Bounds come by position (`a_min`, `a_max`; an array's
+# `x.clip(low, high)`) or by keyword (those, or `min=`, `max=`); those passed by keyword, like
+# every keyword, get no cotangent (the registry drops what the pullback gives them); so only a
+# positional `a_min` needs its mask, and then `min=` was not given.
 @rrule(np.clip, np.ndarray.clip)
-def clip_rrule(a, *bounds, a_min=None, a_max=None, min=None, max=None):
-    keyword_bounds = (a_min if min is None else min, a_max if max is None else max)
-    low, high = (*bounds, *keyword_bounds[len(bounds):])
-    ans = np.clip(a, low, high)
+def clip_rrule(a, a_min=None, a_max=None, *, min=None, max=None):
+    ans = np.clip(a, a_min if min is None else min, a_max if max is None else max)
 
     def clip_pullback(g):
+        high = a_max if max is None else max
         to_a = ans == a
-        to_high = ~to_a & (ans == high)
-        to_low = ~to_a & ~to_high & (ans == low)
-        bounds_bar = (adj.unbroadcast_float(np.where(to, g, 0), bound) for to, bound in zip((to_low, to_high), bounds))
-        return (adj.unbroadcast_float(np.where(to_a, g, 0), a), *bounds_bar)
+        to_high = (ans == high) & (ans != a)
+        to_low = (ans == a_min) & (ans != a) & (ans != high)
+        return (
+            adj.unbroadcast_float(np.where(to_a, g, 0), a),
+            adj.unbroadcast_float(np.where(to_low, g, 0), a_min),
+            adj.unbroadcast_float(np.where(to_high, g, 0), a_max),
+        )
 
     return ans, clip_pullback
 

@@ -161,7 +161,7 @@ def ihfft_rrule(a, n=None, axis=-1, norm=None):
 @rrule(np.fft.fftshift)
 def fftshift_rrule(x, axes=None):
     def fftshift_pullback(g):
-        return (adj.match_complex(np.fft.ifftshift(g, axes=axes), x),)
+        return (adj.cotangent_like(np.fft.ifftshift(g, axes=axes), x),)
 
     return np.fft.fftshift(x, axes=axes), fftshift_pullback
 
@@ -169,6 +169,6 @@ def fftshift_rrule(x, axes=None):
 @rrule(np.fft.ifftshift)
 def ifftshift_rrule(x, axes=None):
     def ifftshift_pullback(g):
-        return (adj.match_complex(np.fft.fftshift(g, axes=axes), x),)
+        return (adj.cotangent_like(np.fft.fftshift(g, axes=axes), x),)
 
     return np.fft.ifftshift(x, axes=axes), ifftshift_pullback

@@ -1,14 +1,14 @@
-"""Products and contractions: `matmul` (and `@`), `dot`, `vdot`, `vecdot`, `inner`, `outer`,
-`cross`, `tensordot`, `kron`, `einsum`, `np.linalg.multi_dot`, and the array API's spellings
-in `np.linalg`.
+"""Products and contractions: `matmul` (and `@`), `dot`, `matvec`, `vecmat`, `vdot`, `vecdot`,
+`inner`, `outer`, `cross`, `tensordot`, `kron`, `einsum`, `np.linalg.multi_dot`, and the array
+API's spellings in `np.linalg`.
 
 Each product is linear in each operand, so an operand's cotangent is the transposed map
 applied to `g`: a product of `g` with the other operands (`runtime.linear`,
 `runtime.contraction`). Complex operands follow JAX's and autograd's convention: the
 transpose has no conjugate (`a_bar = g @ b.T`), except where the product itself conjugates an
-operand (`vdot`); a real operand takes the real part of a complex cotangent, and an integer
-operand gets None. Operands that broadcast (`matmul`'s batch axes, `cross`, `einsum`'s
-`...`) get their cotangent summed over the broadcast axes.
+operand (`vdot`, `vecdot`, `vecmat`); a real operand takes the real part of a complex
+cotangent, and an integer operand gets None. Operands that broadcast (`matmul`'s batch axes,
+`cross`, `einsum`'s `...`) get their cotangent summed over the broadcast axes.
 """
 
 import operator
@@ -35,6 +35,24 @@ def dot_rrule(a, b):
         return adj.dot_lhs_bar(g, a, b), adj.dot_rhs_bar(g, a, b)
 
     return np.dot(a, b), dot_pullback
+
+
+# `np.matvec` and `np.vecmat` (NumPy 2.2): matrices times vectors, and conjugated vectors times
+# matrices (`vecmat(v, A) = conj(v) @ A`, so v's cotangent is conjugated, as for `vdot`).
+if hasattr(np, "matvec"):
+    @rrule(np.matvec)
+    def matvec_rrule(x1, x2):
+        def matvec_pullback(g):
+            return adj.matvec_lhs_bar(g, x1, x2), adj.matvec_rhs_bar(g, x1, x2)
+
+        return np.matvec(x1, x2), matvec_pullback
+
+    @rrule(np.vecmat)
+    def vecmat_rrule(x1, x2):
+        def vecmat_pullback(g):
+            return adj.vecmat_lhs_bar(g, x1, x2), adj.vecmat_rhs_bar(g, x1, x2)
+
+        return np.vecmat(x1, x2), vecmat_pullback
 
 
 # `np.linalg.multi_dot(arrays)`: each matrix gets g between the transposed products on either side.

@@ -50,7 +50,7 @@ def nansum_rrule(a, axis=None, dtype=None, *, keepdims=False):
 @rrule(np.nanmean, sequences=True)
 def nanmean_rrule(a, axis=None, dtype=None, *, keepdims=False):
     def nanmean_pullback(g):
-        count = np.maximum(np.sum(~np.isnan(a), axis=axis, keepdims=keepdims), 1)
+        count = np.maximum(np.count_nonzero(~np.isnan(a), axis=axis, keepdims=keepdims), 1)
         return (adj.zero_at_nan(adj.unreduce(g / count, a, axis=axis, keepdims=keepdims), a),)
 
     return np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims), nanmean_pullback
@@ -61,9 +61,11 @@ def nanmean_rrule(a, axis=None, dtype=None, *, keepdims=False):
 @rrule(np.average, sequences=True)
 def average_rrule(a, axis=None, weights=None, returned=False, *, keepdims=False):
     def average_pullback(g):
-        a_bar = adj.average_bar(g, a, weights, axis=axis, returned=returned, keepdims=keepdims)
-        weights_bar = adj.average_weights_bar(g, a, weights, axis=axis, returned=returned, keepdims=keepdims)
-        return (a_bar, None, weights_bar)
+        return (
+            adj.average_bar(g, a, weights, axis=axis, returned=returned, keepdims=keepdims),
+            None,
+            adj.average_weights_bar(g, a, weights, axis=axis, returned=returned, keepdims=keepdims),
+        )
 
     return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims), average_pullback
 

@@ -18,8 +18,10 @@ def logsumexp_rrule(a, axis=None, b=None, keepdims=False):
     ans = scipy.special.logsumexp(a, axis=axis, b=b, keepdims=keepdims)
 
     def logsumexp_pullback(g):
-        a_bar = adj.logsumexp_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims)
-        b_bar = adj.logsumexp_b_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims)
-        return (a_bar, None, b_bar)
+        return (
+            adj.logsumexp_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims),
+            None,
+            adj.logsumexp_b_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims),
+        )
 
     return ans, logsumexp_pullback

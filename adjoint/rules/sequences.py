@@ -68,6 +68,8 @@ def item_rrule(x, *index):
         x_bar = np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
         if len(index) > 1:
             x_bar[index] = g
+        elif index and isinstance(index[0], tuple):  # `x.item((i, j))`
+            x_bar[index[0]] = g
         else:
             x_bar.flat[index[0] if index else 0] = g
         return (x_bar if isinstance(x, np.ndarray) else x_bar[()], *(None for _ in index))

@@ -53,12 +53,12 @@ def d_arctan(ans, x):
 
 @elementwise(np.arctan2)
 def d_arctan2(ans, y, x):
-    return x / adj.safe_divisor(x ** 2 + y ** 2), -y / adj.safe_divisor(x ** 2 + y ** 2)
+    return adj.divide_or_zero(x, x ** 2 + y ** 2), adj.divide_or_zero(-y, x ** 2 + y ** 2)
 
 
 @elementwise(np.hypot)
 def d_hypot(ans, a, b):
-    return a / adj.safe_divisor(ans), b / adj.safe_divisor(ans)
+    return adj.divide_or_zero(a, ans), adj.divide_or_zero(b, ans)
 
 
 # ---- hyperbolic ---------------------------------------------------------------------------------

@@ -15,6 +15,17 @@ The helpers live by concept in `cotangents` (zeros, sums, broadcasting, reductio
 (closures and starred calls), `methods` (dispatch on the receiver's type), `structs` and
 `building` (objects' cotangents, and objects built in differentiated code); `vjp`, the one
 way into another function's pullback, is here, with the hook it reaches the compiler through.
+
+The rules of each NumPy family (`adjoint.rules`) have their helpers in a module of their own:
+
+- `pointwise`: quotients that are 0 where the divisor is, `sinc`'s slope, float-only cotangents;
+- `reducing`: reductions, scans, averages and norms, spread back over the reduced axes;
+- `shaping`: undoing the shape functions that one inverse call does not undo;
+- `assembly`: joins cut back into their items, and copies of entries summed back (`np.pad`);
+- `gathering`: selections (`np.take`, diagonals, `np.select`) scattered back where they read;
+- `contraction`: each operand's cotangent in products (`tensordot`, `einsum`, `kron`...);
+- `factorizations`: inverses, determinants and decompositions (`svd`, `eigh`, `qr`...);
+- `spectral`: FFTs' cotangents, padded, cropped or folded back to their input.
 """
 
 from __future__ import annotations
@@ -28,8 +39,8 @@ from ..errors import AdjointError  # noqa: F401  (importable from here, as it al
 from .calls import check_unshared, closure_vjp, star_vjp, unbound, unconcat
 from .methods import method_function, method_vjp
 from .cotangents import (
-    RuleError, add, cotangent_like, is_differentiable, prod_bar, tie_weight, unbroadcast, unreduce, unreduce_chosen,
-    zeros_like,
+    RuleError, add, cotangent_like, is_differentiable, prod_bar, reduced_axes, spread, sum_to_shape, tie_weight,
+    unbroadcast, unreduce, unreduce_chosen, zeros_like,
 )
 from .indexing import (
     add_at, append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
@@ -58,6 +69,9 @@ __all__ = [
     "cotangent_like",
     "add",
     "unbroadcast",
+    "sum_to_shape",
+    "reduced_axes",
+    "spread",
     "unreduce",
     "unreduce_chosen",
     "tie_weight",

@@ -132,12 +132,7 @@ def unrepeat(g, x, repeats, axis=None):
     >>> unrepeat(np.arange(5.0), np.zeros(3), [2, 0, 3])
     array([1., 0., 9.])
     """
-    shape = (np.size(x),) if axis is None else np.shape(x)
-    axis = 0 if axis is None else axis % len(shape)
-    owner = np.repeat(np.arange(shape[axis]), repeats)  # the entry each repeat copies
-    total = np.zeros(shape, dtype=np.result_type(g, x, 0.0))
-    np.add.at(total, (slice(None),) * axis + (owner,), g)
-    return cotangent_like(total, x)
+    return copies_bar(g, x, np.repeat(entry_labels(x), repeats, axis))
 
 
 def entry_labels(x):
@@ -161,9 +156,11 @@ def copies_bar(g, x, source):
         return None
     source, g = np.ravel(source), np.ravel(g)
     copied = source >= 0
-    total = np.bincount(source[copied], weights=np.real(g[copied]), minlength=np.size(x))
+    if not copied.all():
+        source, g = source[copied], g[copied]
+    total = np.bincount(source, weights=np.real(g), minlength=np.size(x))
     if np.iscomplexobj(g) and np.iscomplexobj(x):
-        total = total + 1j * np.bincount(source[copied], weights=np.imag(g[copied]), minlength=np.size(x))
+        total = total + 1j * np.bincount(source, weights=np.imag(g), minlength=np.size(x))
     return cotangent_like(total, x)
 
 

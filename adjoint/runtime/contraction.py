@@ -3,7 +3,9 @@
 Every product here is linear in each operand, so an operand's cotangent is the transpose of
 that linear map applied to `g`: the same kind of contraction, of `g` with the other operands.
 In the convention of JAX and autograd (see `adjoint.testing`) the transpose has no complex
-conjugate, and a real operand takes the real part of a complex cotangent (`cotangent_like`).
+conjugate, except where the product conjugates an operand itself (`vecdot`, and `vdot` and
+`vecmat` in the rules): that operand's cotangent is the conjugate of the transpose's. A real
+operand takes the real part of a complex cotangent (`cotangent_like`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import string
 
 import numpy as np
 
-from .cotangents import cotangent_like, is_differentiable, unbroadcast
+from .cotangents import cotangent_like, is_differentiable, sum_to_shape, unbroadcast
+from .pointwise import unbroadcast_float
 
 __all__ = [
     "scaled_bar",
     "tensordot_lhs_bar", "tensordot_rhs_bar", "inner_lhs_bar", "inner_rhs_bar",
-    "vecdot_lhs_bar", "vecdot_rhs_bar", "kron_lhs_bar", "kron_rhs_bar", "cross_lhs_bar", "cross_rhs_bar",
+    "vecdot_lhs_bar", "vecdot_rhs_bar", "matvec_lhs_bar", "matvec_rhs_bar", "vecmat_lhs_bar", "vecmat_rhs_bar",
+    "kron_lhs_bar", "kron_rhs_bar", "cross_lhs_bar", "cross_rhs_bar",
     "multi_dot_bars", "einsum_bars",
 ]
 
@@ -131,6 +135,50 @@ def _vector_bar(bar, x, axis):
     return cotangent_like(np.moveaxis(unbroadcast(bar, x_moved), -1, axis), x)
 
 
+# ---- matvec and vecmat ------------------------------------------------------------------------
+# `np.matvec(x1, x2)` multiplies matrices by vectors, `np.vecmat(x1, x2)` conjugated vectors by
+# matrices, over broadcast batch axes (NumPy 2.2); the batch axes are summed back (`unbroadcast`).
+
+def matvec_lhs_bar(g, x1, x2):
+    """Cotangent of the matrices `x1` in `np.matvec(x1, x2)`: the outer products of `g` and `x2`.
+
+    >>> matvec_lhs_bar(np.array([1.0, 2.0]), np.zeros((2, 3)), np.arange(3.0))
+    array([[0., 1., 2.],
+           [0., 2., 4.]])
+    """
+    return unbroadcast_float(np.expand_dims(g, -1) * np.expand_dims(x2, -2), x1)
+
+
+def matvec_rhs_bar(g, x1, x2):
+    """Cotangent of the vectors `x2` in `np.matvec(x1, x2)`: `g @ x1`.
+
+    >>> matvec_rhs_bar(np.array([1.0, 2.0]), np.arange(6.0).reshape(2, 3), np.zeros(3))
+    array([ 6.,  9., 12.])
+    """
+    return unbroadcast_float(np.squeeze(np.expand_dims(g, -2) @ x1, -2), x2)
+
+
+def vecmat_lhs_bar(g, x1, x2):
+    """Cotangent of the vectors `x1` in `np.vecmat(x1, x2)`, `conj(x1) @ x2`: `conj(x2 @ g)`, as
+    for `vdot`.
+
+    >>> vecmat_lhs_bar(np.array([1.0, 1j]), np.zeros(2, complex), np.array([[1.0, 0.0], [0.0, 2.0]]))
+    array([1.-0.j, 0.-2.j])
+    """
+    return unbroadcast_float(np.conj(np.squeeze(x2 @ np.expand_dims(g, -1), -1)), x1)
+
+
+def vecmat_rhs_bar(g, x1, x2):
+    """Cotangent of the matrices `x2` in `np.vecmat(x1, x2)`: the outer products of `conj(x1)`
+    and `g`.
+
+    >>> vecmat_rhs_bar(np.array([1.0, 2.0]), np.array([1j, 1.0]), np.zeros((2, 2), complex))
+    array([[0.-1.j, 0.-2.j],
+           [1.+0.j, 2.+0.j]])
+    """
+    return unbroadcast_float(np.expand_dims(np.conj(x1), -1) * np.expand_dims(g, -2), x2)
+
+
 # ---- kron ------------------------------------------------------------------------------------
 
 def _kron_blocks(g, a, b):
@@ -179,7 +227,7 @@ def _cross_bar(g, x, other, x_first, axisx, axisother, axisc):
     `g · (dx × o) = dx · (o × g)` and `g · (o × dx) = dx · (g × o)`: a cross product again,
     with 3-vectors throughout; both 2-vectors make a scalar product, the third component.
     """
-    x3, other3 = _as_3_vectors(x, axisx), _as_3_vectors(other, axisother)
+    other3 = _as_3_vectors(other, axisother)
     if np.shape(x)[axisx] == 2 and np.shape(other)[axisother] == 2:
         g3 = np.stack([np.zeros_like(g), np.zeros_like(g), g], axis=-1)
     else:
@@ -271,21 +319,14 @@ def einsum_bars(g, args, optimize=False):
         spec = ",".join([output, *other_terms]) + "->" + kept
         bar = np.einsum(spec, g, *operands[:k], *operands[k + 1:], optimize=optimize)
         sizes = [np.shape(operand)[term.index(c)] for c in labels]
-        bar = _fitted(np.expand_dims(bar, [i for i, c in enumerate(labels) if c not in reached]), sizes)
+        bar = np.expand_dims(bar, [i for i, c in enumerate(labels) if c not in reached])
+        bar = np.broadcast_to(sum_to_shape(bar, sizes), sizes)
         if len(labels) < len(term):
             diagonal_free = np.zeros(np.shape(operand), dtype=bar.dtype)
             np.einsum(f"{term}->{labels}", diagonal_free)[...] = bar  # a writeable view of the diagonal
             bar = diagonal_free
         cotangents[positions[k]] = cotangent_like(bar, operand)
     return tuple(cotangents)
-
-
-def _fitted(bar, sizes):
-    """`bar` summed over the axes its operand has of size 1, and broadcast to `sizes`."""
-    stretched = tuple(i for i, (n, size) in enumerate(zip(bar.shape, sizes)) if size == 1 and n != 1)
-    if stretched:
-        bar = np.sum(bar, axis=stretched, keepdims=True)
-    return np.broadcast_to(bar, sizes)
 
 
 def _einsum_terms(args):

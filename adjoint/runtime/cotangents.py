@@ -57,8 +57,8 @@ def cotangent_like(g, x):
 
     >>> cotangent_like(np.array([[1.5 + 1j, 2.5]]), np.zeros(2, dtype=np.float32))
     array([1.5, 2.5], dtype=float32)
-    >>> cotangent_like(np.array([2.0]), 1.0), cotangent_like(np.array([2.0]), 1)
-    (2.0, None)
+    >>> cotangent_like(np.array([2.0]), 1.0), cotangent_like(2j, np.complex64(1)), cotangent_like(2.0, 1)
+    (2.0, np.complex64(2j), None)
     """
     if not is_differentiable(x):
         return None
@@ -67,7 +67,8 @@ def cotangent_like(g, x):
     g = np.reshape(g, np.shape(x))
     if isinstance(x, (float, complex)):  # a Python scalar, or NumPy's float64 and complex128
         return type(x)(g[()])
-    return np.asarray(g, dtype=x.dtype)
+    matched = np.asarray(g, dtype=x.dtype)
+    return matched if isinstance(x, np.ndarray) else matched[()]
 
 
 def add(a, b):
@@ -118,39 +119,88 @@ def unbroadcast(g, x):
             "(`__add__`, `__mul__`...): adjoint does not follow those. Call a method that does the "
             "arithmetic on its fields instead (`a.plus(b)`)"
         )
-    shape = np.shape(x)
-    if np.shape(g) != shape:
-        g = np.asarray(g)
-        extra = g.ndim - len(shape)
-        if extra > 0:
-            g = g.sum(axis=tuple(range(extra)))
-        elif extra < 0:  # `x` had leading axes of size 1 that the operation dropped
-            g = np.reshape(g, (1,) * -extra + g.shape)
-        stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-        if stretched:
-            g = g.sum(axis=stretched, keepdims=True)
+    if np.shape(g) != np.shape(x):
+        g = sum_to_shape(g, np.shape(x))
     dtype = getattr(x, "dtype", None)
     if dtype is not None and dtype.kind in "fc" and getattr(g, "dtype", None) != dtype:
         g = np.asarray(g if dtype.kind == "c" else np.real(g), dtype=dtype)
     return g
 
 
+def sum_to_shape(g, shape):
+    """`g` summed over the axes broadcasting stretched an operand of `shape` along: its extra
+    leading axes, and the axes where `shape` has length 1 (kept, as length 1).
+
+    >>> sum_to_shape(np.ones((4, 2, 3)), (1, 3))
+    array([[8., 8., 8.]])
+    """
+    g = np.asarray(g)
+    extra = g.ndim - len(shape)
+    if extra > 0:
+        g = g.sum(axis=tuple(range(extra)))
+    elif extra < 0:  # the operand had leading axes of length 1 that the operation dropped
+        g = np.reshape(g, (1,) * -extra + g.shape)
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=stretched, keepdims=True) if stretched else g
+
+
+def reduced_axes(axis, ndim) -> tuple:
+    """The axes a reduction over `axis` (None: all) of an array with `ndim` axes removes,
+    non-negative, in the order `axis` gives them.
+
+    >>> reduced_axes(None, 2), reduced_axes(-1, 3), reduced_axes((2, 0), 3)
+    ((0, 1), (2,), (2, 0))
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(int(a) % ndim for a in np.atleast_1d(axis))
+
+
+def spread(reduced, axis, keepdims=False):
+    """A reduction's result over `axis`, or its cotangent, with the reduced axes put back as
+    length 1, so that it broadcasts against the reduced array; as it is for `keepdims`, for
+    `axis=None` or a scalar (which broadcast as they are).
+
+    >>> spread(np.ones(2), (0, 2)).shape, spread(np.ones(2), 1, keepdims=True).shape
+    ((1, 2, 1), (2,))
+    """
+    if keepdims or axis is None or np.ndim(reduced) == 0:
+        return reduced
+    return np.expand_dims(reduced, axis)
+
+
 def unreduce(g, x, axis=None, keepdims=False):
-    """Spread the cotangent of a reduction of `x` over `axis` back to `x`'s shape."""
-    if axis is not None and not keepdims:
-        g = np.expand_dims(g, axis)
-    dtype = getattr(x, "dtype", None)
-    if dtype is not None and getattr(g, "dtype", None) != dtype:
-        if dtype.kind not in "fc":
-            return None  # an int or bool array carries no gradient
-        g = np.asarray(g if dtype.kind == "c" else np.real(g), dtype=dtype)
-    return as_sequence(np.broadcast_to(g, np.shape(x)), x)
+    """Spread the cotangent `g` of a reduction of `x` over `axis` back to `x`'s shape, as `x`'s
+    cotangent (`cotangent_like`): in `x`'s dtype, the real part for a real `x`, None for an
+    `x` of ints or bools, and one item per row for a list or tuple `x` (`as_sequence`).
+    With `axis=None` `g` is anything that broadcasts to `x`'s shape.
+
+    >>> unreduce(np.array([1.0, 2.0]), np.zeros((2, 2), dtype=np.float32), axis=1)
+    array([[1., 1.],
+           [2., 2.]], dtype=float32)
+    >>> unreduce(1 + 1j, [1.0, 2.0]), unreduce(1.0, np.arange(2))
+    ([np.float64(1.0), np.float64(1.0)], None)
+    """
+    if type(x) is float:  # scalar code: kept cheap
+        return float(np.real(g))
+    array = from_sequence(x)
+    g = spread(g, axis, keepdims)
+    if type(array) is np.ndarray and array.dtype.kind in "fc":  # cast the small `g`, then broadcast it
+        g = np.asarray(g if array.dtype.kind == "c" else np.real(g), dtype=array.dtype)
+        return as_sequence(np.broadcast_to(g, array.shape), x)
+    return as_sequence(cotangent_like(np.broadcast_to(g, np.shape(array)), array), x)
+
+
+def from_sequence(x):
+    """A list or tuple `x` as the array its items make, as a reduction reads it (`np.sum([a,
+    b])`); any other `x` as it is."""
+    return np.asarray(x) if type(x) is list or type(x) is tuple else x
 
 
 def as_sequence(cotangent, x):
     """The cotangent of a list or tuple `x` that a reduction read as the array it makes
     (`np.sum([a, b])`): the same kind of sequence, one row per item; `cotangent` for others."""
-    if type(x) is list or type(x) is tuple:
+    if cotangent is not None and (type(x) is list or type(x) is tuple):
         return type(x)(list(cotangent))
     return cotangent
 
@@ -158,12 +208,8 @@ def as_sequence(cotangent, x):
 def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
     """Cotangent of `max`/`min`: to the chosen entries, shared equally between ties. A list or
     tuple (`np.max(losses)`) is reduced as the array it makes, and gets that array's cotangent."""
-    items = x
-    if type(x) is list or type(x) is tuple:
-        x = np.asarray(x)
-    if axis is not None and not keepdims:
-        g = np.expand_dims(g, axis)
-        ans = np.expand_dims(ans, axis)
+    items, x = x, from_sequence(x)
+    g, ans = spread(g, axis, keepdims), spread(ans, axis, keepdims)
     chosen = x == ans
     count = np.maximum(np.sum(chosen, axis=axis, keepdims=True), 1)  # 0 where the extremum is NaN
     return as_sequence(unbroadcast(g * chosen / count, x), items)
@@ -175,7 +221,8 @@ def tie_weight(x, ans, other):
 
 
 def prod_bar(g, x, axis=None, keepdims=False):
-    """Cotangent of `x` in `np.prod(x, axis)`: `g` times the product of the other entries.
+    """Cotangent of `x` in `np.prod(x, axis)`: `g` times the product of the other entries (None
+    for an `x` of ints or bools).
 
     Running products from either end give each entry the product of the others without
     dividing by it, so the cotangent is exact where `x` has zeros (`ans / x` would be nan).
@@ -184,7 +231,9 @@ def prod_bar(g, x, axis=None, keepdims=False):
     array([0., 6., 0.])
     """
     items, x = x, np.asarray(x)
-    axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
+    if x.dtype.kind not in "fc":
+        return None
+    axes = reduced_axes(axis, x.ndim)
     kept = x.ndim - len(axes)
     reduced = tuple(range(kept, x.ndim))
     moved = np.moveaxis(x, axes, reduced)  # the reduced axes last, flattened into one

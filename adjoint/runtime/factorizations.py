@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cotangents import RuleError, prod_bar, unbroadcast
+from .cotangents import RuleError, prod_bar
 from .pointwise import unbroadcast_float
 
 __all__ = [
@@ -205,10 +205,11 @@ def _reduced(factor, factor_bar, k, axis, advice):
     return factor[kept], None if factor_bar is None else np.asarray(factor_bar)[kept]
 
 
-def svd_bar(g, a, ans, full_matrices=True, compute_uv=True):
-    """Cotangent of `a` in `svd(a, full_matrices, compute_uv)` (Townsend 2016, "Differentiating
-    the singular value decomposition"). The singular values' part, `u @ diag(s_bar) @ vh`, is
-    defined everywhere; the singular vectors' needs distinct, nonzero singular values.
+def svd_bar(g, a, ans, compute_uv=True):
+    """Cotangent of `a` in `ans = svd(a, full_matrices, compute_uv)` (Townsend 2016,
+    "Differentiating the singular value decomposition"); full factors are told from reduced
+    ones by their shapes. The singular values' part, `u @ diag(s_bar) @ vh`, is defined
+    everywhere; the singular vectors' needs distinct, nonzero singular values.
 
     >>> a = np.array([[3.0, 0.0], [0.0, 2.0]])
     >>> svd_bar(np.array([1.0, 0.0]), a, np.linalg.svd(a, compute_uv=False), compute_uv=False)

@@ -1,8 +1,10 @@
 """Helpers of selection rules: scattering a cotangent back to the entries that were selected.
 
-Each helper undoes a selection on a cotangent: it starts from zeros shaped like the array the
-entries were selected from, in its dtype, and puts (or, where one entry was selected several
-times, adds) each entry of the cotangent back where it came from.
+Each helper undoes a selection on a cotangent: it puts (or, where one entry was selected several
+times, adds) each entry of the cotangent back where it came from, zeros elsewhere, in the shape
+and dtype of the array the entries were selected from (None for one of ints or bools).
+Selections that copy entries (`np.take` and its kin) are undone as `assembly.copies_bar` undoes
+any copying: the selection applied to entry labels says which entry each result entry copies.
 """
 
 from __future__ import annotations
@@ -11,14 +13,10 @@ import functools
 
 import numpy as np
 
-from .cotangents import is_differentiable, unbroadcast
+from .assembly import copies_bar, entry_labels
+from .cotangents import cotangent_like, is_differentiable, unbroadcast
 
 __all__ = ["undiagonal", "diag_bar", "untake", "untake_along_axis", "unselect", "unselect_default"]
-
-
-def _zeros(a, shape=None):
-    """A zero cotangent for `a` (a float array or a Python float), of `shape` if given."""
-    return np.zeros(np.shape(a) if shape is None else shape, dtype=np.result_type(a))
 
 
 def undiagonal(g, a, offset=0, axis1=0, axis2=1):
@@ -30,11 +28,13 @@ def undiagonal(g, a, offset=0, axis1=0, axis2=1):
     array([[0., 1., 0.],
            [0., 0., 2.]])
     """
-    a_bar = _zeros(a)
+    if not is_differentiable(a):
+        return None
+    a_bar = np.zeros(np.shape(a), dtype=np.result_type(a))
     planes = np.moveaxis(a_bar, (axis1, axis2), (-2, -1))  # a view: writing it writes a_bar
     rows, columns = planes.shape[-2] - max(-offset, 0), planes.shape[-1] - max(offset, 0)
     steps = np.arange(max(min(rows, columns), 0))
-    planes[..., steps + max(-offset, 0), steps + max(offset, 0)] = g
+    planes[..., steps + max(-offset, 0), steps + max(offset, 0)] = g if np.iscomplexobj(a) else np.real(g)
     return a_bar
 
 
@@ -45,8 +45,10 @@ def diag_bar(g, v, k=0):
     >>> diag_bar(np.arange(9.0).reshape(3, 3), np.ones(2), k=1)
     array([1., 5.])
     """
+    if not is_differentiable(v):
+        return None
     if np.ndim(v) == 1:
-        return np.diagonal(g, k).astype(np.result_type(v), copy=False)
+        return cotangent_like(np.diagonal(g, k), v)
     return undiagonal(g, v, k)
 
 
@@ -57,15 +59,7 @@ def untake(g, a, indices, axis=None, mode="raise"):
     >>> untake(np.array([1.0, 2.0, 4.0]), np.ones(3), [0, 2, 0])
     array([5., 0., 2.])
     """
-    a_bar = _zeros(a, np.size(a) if axis is None else None)  # `axis=None` takes from `a` flattened
-    axis = 0 if axis is None else axis % a_bar.ndim
-    count = a_bar.shape[axis]
-    if mode == "wrap":
-        indices = np.mod(indices, count)
-    elif mode == "clip":  # NumPy clips negative indices to 0 too
-        indices = np.clip(indices, 0, count - 1)
-    np.add.at(a_bar, (slice(None),) * axis + (indices,), g)
-    return np.reshape(a_bar, np.shape(a))
+    return copies_bar(g, a, np.take(entry_labels(a), indices, axis, mode=mode))
 
 
 def untake_along_axis(g, arr, indices, axis=-1):
@@ -76,14 +70,7 @@ def untake_along_axis(g, arr, indices, axis=-1):
     >>> untake_along_axis(np.array([[1.0, 2.0]]), np.ones((1, 3)), np.array([[2, 2]]), axis=1)
     array([[0., 0., 3.]])
     """
-    arr_bar = _zeros(arr, np.size(arr) if axis is None else None)
-    if axis is None:
-        np.add.at(arr_bar, indices, g)
-        return np.reshape(arr_bar, np.shape(arr))
-    where = list(np.indices(arr_bar.shape, sparse=True))  # each axis's positions, broadcastable
-    where[axis] = indices
-    np.add.at(arr_bar, tuple(where), g)
-    return arr_bar
+    return copies_bar(g, arr, np.take_along_axis(entry_labels(arr), indices, axis))
 
 
 def _first_true(condlist):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .contraction import scaled_bar
-from .cotangents import cotangent_like
+from .contraction import scaled_bar, tensordot_lhs_bar, tensordot_rhs_bar
 from .cotangents import RuleError, is_differentiable, unbroadcast
 
 # ---- products --------------------------------------------------------------------------------
@@ -46,24 +45,21 @@ def matmul_rhs_bar(g, a, b):
     return np.reshape(unbroadcast(b_bar, b2), np.shape(b))
 
 
-# `np.dot` contracts the last axis of `a` with the second-to-last of `b` (its only axis if 1-D).
+# `np.dot` of arrays is `np.tensordot` of the last axis of `a` with the second-to-last of `b`
+# (its only axis if 1-D); a 0-d operand scales the other.
 
 def dot_lhs_bar(g, a, b):
     """Cotangent of `a` in `np.dot(a, b)`, for every combination of dimensions."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return scaled_bar(g, a, b)
-    b_kept = [i for i in range(np.ndim(b)) if i != max(np.ndim(b) - 2, 0)]
-    g_axes = list(range(np.ndim(g) - len(b_kept), np.ndim(g)))
-    return cotangent_like(np.tensordot(g, b, axes=(g_axes, b_kept)), a)
+    return tensordot_lhs_bar(g, a, b, ([-1], [max(np.ndim(b) - 2, 0)]))
 
 
 def dot_rhs_bar(g, a, b):
     """Cotangent of `b` in `np.dot(a, b)`, for every combination of dimensions."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return scaled_bar(g, b, a)
-    lead = list(range(np.ndim(a) - 1))
-    b_bar = np.tensordot(a, g, axes=(lead, lead))
-    return cotangent_like(np.moveaxis(b_bar, 0, max(np.ndim(b) - 2, 0)), b)
+    return tensordot_rhs_bar(g, a, b, ([-1], [max(np.ndim(b) - 2, 0)]))
 
 
 # ---- shapes ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Helpers of elementwise rules: guarded quotients, a series where a formula cancels, and
-cotangents that only float operands take."""
+"""Helpers of elementwise rules: quotients that are 0 where their divisor is, a series where a
+formula cancels, and cotangents that only float operands take."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ import numpy as np
 
 from .cotangents import is_differentiable, unbroadcast
 
-__all__ = ["safe_divisor", "sinc_derivative", "unbroadcast_float"]
+__all__ = ["divide_or_zero", "sinc_derivative", "unbroadcast_float"]
 
 
-def safe_divisor(d):
-    """`d` with its zeros made ones: the divisor of a quotient whose numerator is zero wherever
-    `d` is, so that the quotient is 0 there rather than nan (`hypot`'s slope at the origin).
+def divide_or_zero(numerator, denominator):
+    """`numerator / denominator`, and 0 where the denominator is 0: the quotient of a partial
+    whose formula divides 0 by 0 at a point where the function is finite (`abs` and `hypot` at
+    the origin), which takes the subgradient 0 there rather than nan.
 
-    >>> np.array([3.0, 0.0]) / safe_divisor(np.array([5.0, 0.0]))
-    array([0.6, 0. ])
+    >>> divide_or_zero(np.array([1.0, 2.0]), np.array([0.0, 4.0])), divide_or_zero(0.0, 0.0)
+    (array([0. , 0.5]), np.float64(0.0))
     """
-    return np.where(d == 0, 1, d)[()]
+    vanishing = np.equal(denominator, 0)
+    return np.where(vanishing, 0, numerator / np.where(vanishing, 1, denominator))[()]
 
 
 # Below |x| = 0.1 the first six terms of sinc's Taylor series give its slope to double

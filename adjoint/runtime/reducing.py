@@ -14,26 +14,18 @@ import math
 
 import numpy as np
 
-from .cotangents import as_sequence, unreduce_chosen
+from .cotangents import (
+    as_sequence, from_sequence, is_differentiable, reduced_axes, spread, sum_to_shape, unreduce, unreduce_chosen,
+)
+from .pointwise import divide_or_zero
 
 __all__ = [
-    "divide_or_zero", "zero_at_nan", "var_bar", "nanvar_bar", "ptp_bar", "cumsum_bar", "cumprod_bar",
+    "zero_at_nan", "var_bar", "nanvar_bar", "ptp_bar", "cumsum_bar", "cumprod_bar",
     "average_bar", "average_weights_bar", "norm_bar", "logsumexp_bar", "logsumexp_b_bar",
 ]
 
 
 # ---- shared -----------------------------------------------------------------------------------
-
-def divide_or_zero(numerator, denominator):
-    """`numerator / denominator`, and 0 where the denominator is 0.
-
-    >>> divide_or_zero(np.array([1.0, 2.0]), np.array([0.0, 4.0]))
-    array([0. , 0.5])
-    """
-    denominator = np.asarray(denominator)
-    vanishing = denominator == 0
-    return np.where(vanishing, 0, numerator / np.where(vanishing, 1, denominator))
-
 
 def zero_at_nan(bar, x):
     """`bar`, the cotangent of `x` in a NaN-ignoring function (`np.nansum`), with zeros where `x`
@@ -42,47 +34,16 @@ def zero_at_nan(bar, x):
     >>> zero_at_nan(np.array([1.0, 2.0, 3.0]), np.array([0.5, np.nan, 1.0]))
     array([1., 0., 3.])
     """
-    if bar is None or not _floating(x):
+    items, x = x, from_sequence(x)
+    if bar is None or not is_differentiable(x):
         return None
-    return _as_cotangent(np.where(np.isnan(np.asarray(x)), 0, np.asarray(bar)), x)
+    return _as_cotangent(np.where(np.isnan(x), 0, np.asarray(bar)), x, items)
 
 
-def _floating(x) -> bool:
-    return np.asarray(x).dtype.kind in "fc"
-
-
-def _as_cotangent(bar, x):
-    """`bar`, which broadcasts to `x`'s shape, as `x`'s cotangent (see the module docstring)."""
-    array = np.asarray(x)
-    if array.dtype.kind not in "fc":
-        return None
-    bar = np.asarray(bar)
-    if array.dtype.kind == "f":
-        bar = bar.real
-    bar = np.broadcast_to(bar, array.shape).astype(array.dtype, copy=False)
-    if type(x) is float:
-        return float(bar)
-    return as_sequence(bar, x)
-
-
-def _reduced_axes(axis, ndim) -> tuple:
-    """The axes a reduction over `axis` removes, non-negative, in the order `axis` gives them."""
-    if axis is None:
-        return tuple(range(ndim))
-    return tuple(int(a) % ndim for a in np.atleast_1d(axis))
-
-
-def _spread(reduced, axes, keepdims):
-    """A reduction's result (or cotangent) with its reduced axes back, as size 1 (a scalar
-    broadcasts as it is)."""
-    return reduced if keepdims or np.ndim(reduced) == 0 else np.expand_dims(reduced, axes)
-
-
-def _summed_to(bar, shape):
-    """`bar` summed over the axes broadcasting stretched an operand of `shape` along."""
-    bar = np.sum(bar, axis=tuple(range(bar.ndim - len(shape))))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and bar.shape[i] != 1)
-    return np.sum(bar, axis=stretched, keepdims=True)
+def _as_cotangent(bar, x, items):
+    """`bar`, which broadcasts to the shape of `x` (`items`, read as an array), as the cotangent
+    of `items` (see the module docstring)."""
+    return as_sequence(unreduce(bar, x), items)
 
 
 # ---- moments ----------------------------------------------------------------------------------
@@ -107,19 +68,19 @@ def nanvar_bar(g, x, axis=None, ddof=0, keepdims=False):
     return _variance_bar(g, x, axis, ddof, keepdims, skip_nan=True)
 
 
-def _variance_bar(g, items, axis, ddof, keepdims, skip_nan):
-    if not _floating(items):
+def _variance_bar(g, x, axis, ddof, keepdims, skip_nan):
+    items, x = x, from_sequence(x)
+    if not is_differentiable(x):
         return None
-    x = np.asarray(items)
-    axes = _reduced_axes(axis, x.ndim)
+    axes = reduced_axes(axis, np.ndim(x))
     if skip_nan:
         present = ~np.isnan(x)
         count = np.sum(present, axis=axes, keepdims=True)
         centered = np.where(present, x - np.nanmean(x, axis=axes, keepdims=True), 0)
     else:
-        count = math.prod(x.shape[a] for a in axes)
+        count = math.prod(np.shape(x)[a] for a in axes)
         centered = x - np.mean(x, axis=axes, keepdims=True)
-    return _as_cotangent(_spread(g, axes, keepdims) * 2 * np.conj(centered) / (count - ddof), items)
+    return _as_cotangent(spread(g, axes, keepdims) * 2 * np.conj(centered) / (count - ddof), x, items)
 
 
 # ---- extremes ---------------------------------------------------------------------------------
@@ -131,12 +92,12 @@ def ptp_bar(g, x, axis=None, keepdims=False):
     >>> ptp_bar(1.0, np.array([3.0, -1.0, 3.0]))
     array([ 0.5, -1. ,  0.5])
     """
-    if not _floating(x):
+    items, x = x, from_sequence(x)
+    if not is_differentiable(x):
         return None
-    array = np.asarray(x)
-    highest = unreduce_chosen(g, array, np.max(array, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
-    lowest = unreduce_chosen(g, array, np.min(array, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
-    return _as_cotangent(highest - lowest, x)
+    highest = unreduce_chosen(g, x, np.max(x, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
+    lowest = unreduce_chosen(g, x, np.min(x, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
+    return _as_cotangent(highest - lowest, x, items)
 
 
 # ---- scans ------------------------------------------------------------------------------------
@@ -148,10 +109,11 @@ def cumsum_bar(g, x, axis=None, include_initial=False):
     >>> cumsum_bar(np.array([1.0, 2.0, 3.0]), np.zeros(3))
     array([6., 5., 3.])
     """
-    if not _floating(x):
+    items, x = x, from_sequence(x)
+    if not is_differentiable(x):
         return None
     line, g = _scanned(g, axis, include_initial)
-    return _as_cotangent(np.reshape(np.flip(np.cumsum(np.flip(g, line), axis=line), line), np.shape(x)), x)
+    return _as_cotangent(np.reshape(np.flip(np.cumsum(np.flip(g, line), axis=line), line), np.shape(x)), x, items)
 
 
 def cumprod_bar(g, x, axis=None, include_initial=False):
@@ -164,14 +126,15 @@ def cumprod_bar(g, x, axis=None, include_initial=False):
     >>> cumprod_bar(np.ones(3), np.array([2.0, 0.0, 3.0]))
     array([1., 8., 0.])
     """
-    if not _floating(x):
+    items, x = x, from_sequence(x)
+    if not is_differentiable(x):
         return None
     line, g = _scanned(g, axis, include_initial)
     values = np.moveaxis(np.ravel(x) if axis is None else np.asarray(x), line, -1)
     before = np.cumprod(np.concatenate([np.ones_like(values[..., :1]), values[..., :-1]], axis=-1), axis=-1)
     after = np.concatenate([values[..., 1:], np.zeros_like(values[..., :1])], axis=-1)
     bar = np.moveaxis(before * _suffix_scan(np.moveaxis(g, line, -1), after), -1, line)
-    return _as_cotangent(np.reshape(bar, np.shape(x)), x)
+    return _as_cotangent(np.reshape(bar, np.shape(x)), x, items)
 
 
 def _scanned(g, axis, include_initial):
@@ -205,11 +168,12 @@ def average_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
     >>> average_bar(1.0, np.array([5.0, 7.0]), np.array([1.0, 3.0]))
     array([0.25, 0.75])
     """
-    if not _floating(a):
+    items, a = a, from_sequence(a)
+    if not is_differentiable(a):
         return None
     _, axes, w, total = _weighing(a, weights, axis)
     g_average, _ = _average_parts(g, returned)
-    return _as_cotangent(_spread(g_average, axes, keepdims) * w / total, a)
+    return _as_cotangent(spread(g_average, axes, keepdims) * w / total, a, items)
 
 
 def average_weights_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
@@ -219,17 +183,18 @@ def average_weights_bar(g, a, weights=None, axis=None, returned=False, keepdims=
     >>> average_weights_bar(1.0, np.array([5.0, 7.0]), np.array([1.0, 3.0]))
     array([-0.375,  0.125])
     """
-    if weights is None or not _floating(weights):
+    items, weights = weights, from_sequence(weights)
+    if not is_differentiable(weights):
         return None
     x, axes, w, total = _weighing(a, weights, axis)
     average = np.sum(x * w, axis=axes, keepdims=True) / total
     g_average, g_total = _average_parts(g, returned)
-    bar = _spread(g_average, axes, keepdims) * (x - average) / total + _spread(g_total, axes, keepdims)
-    aligned = _summed_to(np.broadcast_to(bar, x.shape), w.shape)
+    bar = spread(g_average, axes, keepdims) * (x - average) / total + spread(g_total, axes, keepdims)
+    aligned = sum_to_shape(np.broadcast_to(bar, x.shape), w.shape)
     if np.shape(weights) != x.shape:  # undo NumPy's alignment of the reduced axes' weights
         order = np.argsort(axes)
-        aligned = np.transpose(np.reshape(aligned, np.transpose(np.asarray(weights), order).shape), np.argsort(order))
-    return _as_cotangent(aligned, weights)
+        aligned = np.transpose(np.reshape(aligned, np.transpose(weights, order).shape), np.argsort(order))
+    return _as_cotangent(aligned, weights, items)
 
 
 def _weighing(a, weights, axis):
@@ -238,7 +203,7 @@ def _weighing(a, weights, axis):
     As NumPy does, weights of another shape than `a`'s are those of the reduced axes, in the
     order `axis` lists them (1-D for one axis)."""
     x = np.asarray(a)
-    axes = _reduced_axes(axis, x.ndim)
+    axes = reduced_axes(axis, x.ndim)
     if weights is None:
         w = np.ones((1,) * x.ndim, dtype=np.result_type(x, 1.0))
     else:
@@ -267,23 +232,24 @@ def norm_bar(g, x, ans, ord=None, axis=None, keepdims=False):
     >>> norm_bar(1.0, np.array([3.0, -4.0]), 5.0)
     array([ 0.6, -0.8])
     """
-    if not _floating(x):
+    items, x = x, from_sequence(x)
+    if not is_differentiable(x):
         return None
-    array = np.asarray(x)
-    axes = _reduced_axes(axis, array.ndim)
-    g, ans = _spread(g, axes, keepdims), _spread(ans, axes, keepdims)
+    axes = reduced_axes(axis, np.ndim(x))
+    g, ans = spread(g, axes, keepdims), spread(ans, axes, keepdims)
     matrix = len(axes) == 2 and not (axis is None and ord is None)
     if ord is None or (ord == "fro" and matrix) or (ord == 2 and not matrix):
-        bar = g * divide_or_zero(np.conj(array), ans)
+        bar = g * divide_or_zero(np.conj(x), ans)
     elif matrix:
-        bar = g * _matrix_norm_partial(array, ord, axes)
+        bar = g * _matrix_norm_partial(x, ord, axes)
     else:
-        bar = g * _vector_norm_partial(array, ans, ord, axes[0])
-    return _as_cotangent(bar, x)
+        bar = g * _vector_norm_partial(x, ans, ord, axes[0])
+    return _as_cotangent(bar, x, items)
 
 
 def _phase(x):
-    """`d|x| = Re(phase * dx)`: `sign(x)` for real `x`, `conj(x) / |x|` for complex, 0 at 0."""
+    """`d|x| = Re(phase * dx)`: `sign(x)` for real `x`, `conj(x) / |x|` for complex, 0 at 0 (the
+    partial of `np.abs`)."""
     return divide_or_zero(np.conj(x), np.abs(x))
 
 
@@ -330,10 +296,11 @@ def logsumexp_bar(g, a, ans, axis=None, b=None, keepdims=False):
     >>> logsumexp_bar(1.0, np.log(np.array([1.0, 3.0])), np.log(4.0))
     array([0.25, 0.75])
     """
-    if not _floating(a):
+    items, a = a, from_sequence(a)
+    if not is_differentiable(a):
         return None
     shares = _exp_shares(g, a, ans, axis, b, keepdims)
-    return _as_cotangent(_summed_to(shares if b is None else shares * b, np.shape(a)), a)
+    return _as_cotangent(sum_to_shape(shares if b is None else shares * b, np.shape(a)), a, items)
 
 
 def logsumexp_b_bar(g, a, ans, axis=None, b=None, keepdims=False):
@@ -342,14 +309,15 @@ def logsumexp_b_bar(g, a, ans, axis=None, b=None, keepdims=False):
     >>> logsumexp_b_bar(1.0, np.zeros(2), np.log(3.0), b=np.array([1.0, 2.0]))
     array([0.33333333, 0.33333333])
     """
-    if b is None or not _floating(b):
+    items, b = b, from_sequence(b)
+    if not is_differentiable(b):
         return None
-    return _as_cotangent(_summed_to(_exp_shares(g, a, ans, axis, b, keepdims), np.shape(b)), b)
+    return _as_cotangent(sum_to_shape(_exp_shares(g, a, ans, axis, b, keepdims), np.shape(b)), b, items)
 
 
 def _exp_shares(g, a, ans, axis, b, keepdims):
     """`g exp(a - ans)` over `a` broadcast against `b`, whose shape the reduction reads."""
     x = np.asarray(a)
     x = np.broadcast_to(x, np.broadcast_shapes(x.shape, np.shape(b)))
-    axes = _reduced_axes(axis, x.ndim)
-    return _spread(g, axes, keepdims) * np.exp(x - _spread(ans, axes, keepdims))
+    axes = reduced_axes(axis, x.ndim)
+    return spread(g, axes, keepdims) * np.exp(x - spread(ans, axes, keepdims))

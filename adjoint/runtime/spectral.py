@@ -1,9 +1,9 @@
-"""Helpers of the FFT and complex-number rules.
+"""Helpers of the FFT rules: cotangents of transforms that crop, pad or fold their input.
 
 Cotangents of complex values follow JAX's convention: for a real loss `L` of `z = x + iy`,
 `z_bar = dL/dx - i dL/dy`, paired with tangents without a conjugate. A real input has no
 imaginary direction, so it keeps only the real part of what flows back to it
-(`match_complex`). Transforms that crop or zero-pad their input (`n=`, `s=`) give back a
+(`cotangent_like`). Transforms that crop or zero-pad their input (`n=`, `s=`) give back a
 cotangent padded where they cropped and cropped where they padded (`unresize`).
 """
 
@@ -11,33 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cotangents import is_differentiable
+from .cotangents import cotangent_like
 
-__all__ = ["match_complex", "unresize", "hermitian_fold", "fft_axes", "fft_lengths"]
-
-
-def match_complex(g, x):
-    """`g`, of `x`'s shape, as the cotangent of `x`: in `x`'s dtype (a Python float or complex
-    for one), only its real part for a real `x`, and None for an integer or bool `x`.
-
-    >>> match_complex(np.array([1 + 2j, 3 - 1j]), np.array([0.5, 0.25], dtype=np.float32))
-    array([1., 3.], dtype=float32)
-    >>> match_complex(2j, 1.5), match_complex(2j, 1 + 1j), match_complex(2j, 3)
-    (0.0, 2j, None)
-    """
-    if not is_differentiable(x):
-        return None
-    complex_input = np.iscomplexobj(x)
-    if type(x) is float or type(x) is complex:
-        return complex(g) if complex_input else float(np.real(g))
-    matched = np.asarray(g if complex_input else np.real(g), dtype=x.dtype)
-    return matched if isinstance(x, np.ndarray) else matched[()]
+__all__ = ["unresize", "hermitian_fold", "fft_axes", "fft_lengths"]
 
 
 def unresize(g, x):
     """Cotangent of `x` in a transform that cropped or zero-padded it to `g`'s shape (`n=`,
     `s=`): `g` zero-padded where the transform cropped, cropped where it padded, and matched
-    to `x` (`match_complex`).
+    to `x` (`cotangent_like`).
 
     >>> unresize(np.array([1 + 1j, 2 + 0j, 3 - 1j]), np.zeros(2))
     array([1., 2.])
@@ -50,7 +32,7 @@ def unresize(g, x):
         fitted = np.zeros(shape, dtype=np.result_type(g))
         fitted[kept] = g[kept]
         g = fitted
-    return match_complex(g, x)
+    return cotangent_like(g, x)
 
 
 def hermitian_fold(spectrum, axis=-1):

@@ -381,3 +381,13 @@ def _model_called_in_a_loop(xs):
 def test_a_method_that_reads_its_object_may_run_in_a_loop():
     # `model.forward(x)` on one model every iteration: taken to read the model, not update it
     check_grad(_model_called_in_a_loop, np.ones((3, 2)))
+
+
+def unused_view_of_a_parameter(x):
+    xt = np.transpose(x)  # left over: a view nothing reads
+    print(np.reshape(x, -1).shape)
+    return np.sum(x ** 2)
+
+
+def test_an_unused_view_is_not_taken_for_an_effect():
+    np.testing.assert_allclose(adjoint.grad(unused_view_of_a_parameter)(np.ones(3)), [2.0, 2.0, 2.0])

@@ -10,6 +10,8 @@ import itertools
 import numpy as np
 import pytest
 
+from adjoint.testing import check_rrule
+
 SHAPES = [None, (), (3,), (2, 3), (1, 3)]  # None: a Python float
 ARRAY_SHAPES = [(), (3,), (2, 3), (1, 3)]
 BROADCAST_PAIRS = [
@@ -59,17 +61,35 @@ def axis_variants(ndim):
     return [(axis, keepdims) for axis in axes for keepdims in (False, True)]
 
 
+def check_each(primitive, x, variants):
+    """check_rrule of `primitive(x, ...)` at each variant of its other arguments: a dict of
+    keywords, or a tuple of positional arguments (one test for many calls, for speed); a
+    failure says which variant."""
+    for variant in variants:
+        args, keywords = (variant, {}) if isinstance(variant, tuple) else ((), variant)
+        try:
+            check_rrule(primitive, x, *args, **keywords)
+        except AssertionError as failure:
+            failure.add_note(f"with {variant}")
+            raise
+
+
 def grid(*parts):
     """The product of parameter lists, flattened into tuples (for `pytest.mark.parametrize`)."""
     return [tuple(itertools.chain.from_iterable(p if isinstance(p, tuple) else (p,) for p in combo))
             for combo in itertools.product(*parts)]
 
 
-# ---- grids of the elementwise rule tests (test_elementwise.py and test_extrema.py) ---------------
+# ---- grids of the elementwise rule tests (test_elementwise, test_extrema, test_trigonometric) ------
 
 def case_ids(cases):
     """The ids of `(id, primitive, ...)` cases, for `pytest.mark.parametrize`."""
     return [case[0] for case in cases]
+
+
+def value_id(value):
+    """A parameter's id: a function's qualified name (`ndarray.clip`), or the value as text."""
+    return getattr(value, "__qualname__", None) or str(value)
 
 
 def shape_id(shape):
@@ -102,6 +122,14 @@ BINARY_GRAD_GRID = [
     pytest.param((None, None), np.float64, id="float-float"),
     pytest.param(((2, 3), (3,)), np.float32, id="(2,3)-(3,)-float32"),
     pytest.param(((3,), None), np.float32, id="(3,)-float-float32"),
+]
+
+
+# A Python complex, complex128 and complex64 (`sample(rng, "complex", shape, dtype)`).
+COMPLEX_GRID = [
+    pytest.param(None, np.float64, id="complex"),
+    pytest.param((2, 3), np.float64, id="(2,3)-complex128"),
+    pytest.param((3,), np.float32, id="(3,)-complex64"),
 ]
 
 

@@ -9,7 +9,7 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import DTYPES, SHAPES, sample
+from sampling import DTYPES, SHAPES, sample, value_id
 
 PARTS = [np.real, np.imag, np.conj, np.angle]
 METHODS = [np.ndarray.conj, np.ndarray.conjugate]
@@ -23,31 +23,27 @@ RRULE_PRIMITIVES = PARTS + METHODS + ATTRIBUTES + CONVERSIONS
 DOMAINS = ["complex", "nonzero"]
 
 
-def case_id(value):
-    return getattr(value, "__qualname__", None) or str(value)
-
-
 # ---- the rules, over the grid ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("domain", DOMAINS)
-@pytest.mark.parametrize("primitive", PARTS, ids=case_id)
+@pytest.mark.parametrize("primitive", PARTS, ids=value_id)
 def test_part_rule_matches_finite_differences(rng, primitive, domain, shape, dtype):
     check_rrule(primitive, sample(rng, domain, shape, dtype))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_angle_in_degrees_matches_finite_differences(rng, domain, dtype):
     check_rrule(np.angle, sample(rng, domain, (2, 3), dtype), deg=True)
 
 
 # No 0-d arrays: one plus a finite-difference step is a NumPy scalar, which `np.ndarray.conj` refuses.
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("shape", [(3,), (2, 3), (1, 3)], ids=str)
 @pytest.mark.parametrize("domain", DOMAINS)
-@pytest.mark.parametrize("method", METHODS, ids=case_id)
+@pytest.mark.parametrize("method", METHODS, ids=value_id)
 def test_conj_method_rule_matches_finite_differences(rng, method, domain, shape, dtype):
     check_rrule(method, sample(rng, domain, shape, dtype))
 
@@ -180,6 +176,16 @@ def test_complex_of_an_integer_gets_no_cotangent():
     _, back = lookup(complex).rrule(3, 2.0)
     real_bar, imag_bar = back(1 - 2j)
     assert real_bar is None and imag_bar == 2.0
+
+
+def test_numpy_scalar_gets_a_cotangent_of_its_type():
+    # Not a 0-d array: `adj.cotangent_like` matches a NumPy scalar's type, as every rule does.
+    cases = [(np.real, np.complex64(1 - 2j)), (np.imag, np.float32(1.5)), (np.complex64, np.float32(0.5)),
+             (np.float64, np.float32(0.5)), (np.sum, np.float32(1.5))]
+    for primitive, x in cases:
+        _, back = lookup(primitive).rrule(x)
+        x_bar = back(np.complex64(2 + 1j))[0]
+        assert type(x_bar) is type(x), primitive
 
 
 def real_part_times_complex(z):

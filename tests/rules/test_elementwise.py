@@ -14,7 +14,9 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import BINARY_GRAD_GRID, BINARY_GRID, UNARY_GRAD_GRID, UNARY_GRID, binary_args, case_ids, sample
+from sampling import (
+    BINARY_GRAD_GRID, BINARY_GRID, COMPLEX_GRID, UNARY_GRAD_GRID, UNARY_GRID, binary_args, case_ids, sample,
+)
 
 # ---- the functions the compiler differentiates, one per primitive --------------------------------
 
@@ -201,13 +203,6 @@ COMPLEX_BINARY = [
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
 RRULE_PRIMITIVES = [case[1] for case in UNARY + BINARY]
-
-# A Python complex, complex128 and complex64 (the grids of real inputs are sampling.py's).
-COMPLEX_GRID = [
-    pytest.param(None, np.float64, id="complex"),
-    pytest.param((2, 3), np.float64, id="(2,3)-complex128"),
-    pytest.param((3,), np.float32, id="(3,)-complex64"),
-]
 
 
 # ---- unary ------------------------------------------------------------------------------------

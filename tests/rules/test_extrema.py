@@ -346,9 +346,17 @@ def test_clip_gives_ties_to_x():
     assert (low_bar, high_bar) == (1.0, 1.0)
 
 
+def clip_low_then_keyword_high(x, low):
+    return np.sum(np.clip(x, low, a_max=0.5) ** 2)
+
+
 def test_clip_bounds_given_by_keyword_get_no_cotangent():
-    _, back = lookup(np.clip).rrule(X_FOR_CLIP, -0.5, a_max=0.5)
-    assert len(registry.padded(back(np.ones((2, 3))), 2)) == 2
+    # The pullback gives `a_max` a cotangent too; the call passed it by keyword, so it is dropped
+    # and the positional `low` keeps its own: one entry (-2.0) is clipped to it.
+    _, back = adjoint.runtime.vjp((0, 1), np.clip, X_FOR_CLIP, -0.5, a_max=0.5)
+    _, low_bar = back(np.ones((2, 3)))
+    assert low_bar == 1.0
+    check_grad(clip_low_then_keyword_high, X_FOR_CLIP, -0.5)
 
 
 def clip_then_square(x):

@@ -11,7 +11,7 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import DTYPES, sample
+from sampling import DTYPES, sample, value_id
 
 fft = np.fft
 COMPLEX_1D = [fft.fft, fft.ifft]  # complex in, complex out
@@ -28,10 +28,6 @@ RRULE_PRIMITIVES = COMPLEX_1D + REAL_1D + HALF_1D + COMPLEX_2D + REAL_2D + HALF_
 NORMS = [None, "ortho", "forward"]  # None is "backward" (see test_backward_norm_is_the_default)
 
 
-def case_id(value):
-    return getattr(value, "__qualname__", None) or str(value)
-
-
 # ---- one-dimensional transforms -------------------------------------------------------------------
 
 # The input has length 5 along the transformed axis: `n` crops it (3, 4), keeps it, or pads it (8, 9).
@@ -43,30 +39,30 @@ LAYOUTS = [((2, 5), -1), ((5, 2), 0), ((5,), 0)]
 @pytest.mark.parametrize("layout", LAYOUTS, ids=str)
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("n", LENGTHS)
-@pytest.mark.parametrize("primitive", COMPLEX_1D + REAL_1D, ids=case_id)
+@pytest.mark.parametrize("primitive", COMPLEX_1D + REAL_1D, ids=value_id)
 def test_transform_of_real_input_matches_finite_differences(rng, primitive, n, norm, layout):
     shape, axis = layout
     check_rrule(primitive, sample(rng, "real", shape), n=n, axis=axis, norm=norm)
 
 
 @pytest.mark.parametrize("n", [None, 3, 8])
-@pytest.mark.parametrize("primitive", COMPLEX_1D + REAL_1D + HALF_1D, ids=case_id)
+@pytest.mark.parametrize("primitive", COMPLEX_1D + REAL_1D + HALF_1D, ids=value_id)
 def test_transform_in_float32_matches_finite_differences(rng, primitive, n):
     domain = "complex" if primitive in HALF_1D else "real"
     check_rrule(primitive, sample(rng, domain, (2, 5), np.float32), n=n, norm="ortho")
 
 
-@pytest.mark.parametrize("primitive", COMPLEX_1D + REAL_1D + HALF_1D, ids=case_id)
+@pytest.mark.parametrize("primitive", COMPLEX_1D + REAL_1D + HALF_1D, ids=value_id)
 def test_backward_norm_is_the_default(rng, primitive):
     x = sample(rng, "complex" if primitive in HALF_1D else "real", (2, 5))
     check_rrule(primitive, x, n=4, norm="backward")
     np.testing.assert_array_equal(lookup(primitive).rrule(x, n=4)[0], primitive(x, n=4, norm="backward"))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("n", LENGTHS)
-@pytest.mark.parametrize("primitive", COMPLEX_1D, ids=case_id)
+@pytest.mark.parametrize("primitive", COMPLEX_1D, ids=value_id)
 def test_transform_of_complex_input_matches_finite_differences(rng, primitive, n, norm, dtype):
     check_rrule(primitive, sample(rng, "complex", (2, 5), dtype), n=n, norm=norm)
 
@@ -80,14 +76,14 @@ HALF_LAYOUTS = [((2, 4), -1), ((4, 3), 0)]
 @pytest.mark.parametrize("layout", HALF_LAYOUTS, ids=str)
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("n", HALF_LENGTHS)
-@pytest.mark.parametrize("primitive", HALF_1D, ids=case_id)
+@pytest.mark.parametrize("primitive", HALF_1D, ids=value_id)
 def test_transform_of_half_spectrum_matches_finite_differences(rng, primitive, n, norm, layout):
     shape, axis = layout
     check_rrule(primitive, sample(rng, "complex", shape), n=n, axis=axis, norm=norm)
 
 
 @pytest.mark.parametrize("n", [None, 5])
-@pytest.mark.parametrize("primitive", HALF_1D, ids=case_id)
+@pytest.mark.parametrize("primitive", HALF_1D, ids=value_id)
 def test_transform_of_real_half_spectrum_gets_real_cotangent(rng, primitive, n):
     check_rrule(primitive, sample(rng, "real", (2, 4)), n=n)
 
@@ -111,7 +107,7 @@ SIZES_2D = [(None, (-2, -1)), ((2, 7), (-2, -1)), ((3, 4), (0, 2)), ((4, 6), (2,
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
 @pytest.mark.parametrize("domain", ["real", "complex"])
 @pytest.mark.parametrize("s, axes", SIZES, ids=str)
-@pytest.mark.parametrize("primitive", [fft.fftn, fft.ifftn], ids=case_id)
+@pytest.mark.parametrize("primitive", [fft.fftn, fft.ifftn], ids=value_id)
 def test_n_dimensional_transform_matches_finite_differences(rng, primitive, s, axes, domain, norm):
     check_rrule(primitive, sample(rng, domain, (3, 4, 5)), s=s, axes=axes, norm=norm)
 
@@ -129,23 +125,23 @@ def test_n_dimensional_transform_of_half_spectrum_matches_finite_differences(rng
     check_rrule(fft.irfftn, sample(rng, domain, (3, 4, 5)), s=s, axes=axes, norm=norm)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
 @pytest.mark.parametrize("s, axes", SIZES_2D, ids=str)
-@pytest.mark.parametrize("primitive", COMPLEX_2D[:2] + REAL_2D[:1], ids=case_id)
+@pytest.mark.parametrize("primitive", COMPLEX_2D[:2] + REAL_2D[:1], ids=value_id)
 def test_two_dimensional_transform_matches_finite_differences(rng, primitive, s, axes, norm, dtype):
     check_rrule(primitive, sample(rng, "real", (3, 4, 5), dtype), s=s, axes=axes, norm=norm)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
 @pytest.mark.parametrize("s, axes", SIZES_2D, ids=str)
-@pytest.mark.parametrize("primitive", [fft.fft2, fft.ifft2, fft.irfft2], ids=case_id)
+@pytest.mark.parametrize("primitive", [fft.fft2, fft.ifft2, fft.irfft2], ids=value_id)
 def test_two_dimensional_transform_of_complex_input_matches_finite_differences(rng, primitive, s, axes, norm, dtype):
     check_rrule(primitive, sample(rng, "complex", (3, 4, 5), dtype), s=s, axes=axes, norm=norm)
 
 
-@pytest.mark.parametrize("primitive", [fft.fftn, fft.rfftn, fft.irfftn], ids=case_id)
+@pytest.mark.parametrize("primitive", [fft.fftn, fft.rfftn, fft.irfftn], ids=value_id)
 def test_sizes_without_axes_transform_the_last_axes(rng, primitive):
     x = sample(rng, "complex" if primitive is fft.irfftn else "real", (3, 4, 5))
     with warnings.catch_warnings():
@@ -155,11 +151,11 @@ def test_sizes_without_axes_transform_the_last_axes(rng, primitive):
 
 # ---- shifts ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=case_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=value_id)
 @pytest.mark.parametrize("domain", ["real", "complex"])
 @pytest.mark.parametrize("shape, axes", [((5,), None), ((3, 4), None), ((3, 4), 0), ((3, 4), (-1,)), ((3, 4), (0, 1))],
                          ids=str)
-@pytest.mark.parametrize("primitive", SHIFTS, ids=case_id)
+@pytest.mark.parametrize("primitive", SHIFTS, ids=value_id)
 def test_shift_rule_matches_finite_differences(rng, primitive, shape, axes, domain, dtype):
     check_rrule(primitive, sample(rng, domain, shape, dtype), axes=axes)
 
@@ -243,7 +239,7 @@ def test_real_input_in_float32_gets_float32_cotangent(rng):
     check_grad(power_spectrum, x)
 
 
-@pytest.mark.parametrize("primitive", [fft.fft, fft.rfft, fft.fftn], ids=case_id)
+@pytest.mark.parametrize("primitive", [fft.fft, fft.rfft, fft.fftn], ids=value_id)
 def test_integer_input_gets_no_cotangent(primitive):
     value, back = lookup(primitive).rrule(np.arange(4))
     assert back(np.ones_like(value)) == (None,)

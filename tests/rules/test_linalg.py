@@ -103,6 +103,18 @@ def test_vecdot_rule(rng, primitive, shape_a, shape_b, axis, domain, dtype):
     check_rrule(primitive, *operands(rng, domain, dtype, shape_a, shape_b), axis=axis)
 
 
+MATVEC_SHAPES = [((2, 3), (3,)), ((4, 2, 3), (3,)), ((2, 3), (4, 3)), ((4, 1, 2, 3), (5, 3))]
+
+
+@pytest.mark.skipif(not hasattr(np, "matvec"), reason="np.matvec and np.vecmat are NumPy 2.2's")
+@pytest.mark.parametrize("domain, dtype", KINDS)
+@pytest.mark.parametrize("shape_a, shape_b", MATVEC_SHAPES, ids=[case_id(*s) for s in MATVEC_SHAPES])
+def test_matvec_and_vecmat_rules(rng, shape_a, shape_b, domain, dtype):
+    matrices, vectors = operands(rng, domain, dtype, shape_a, shape_b)
+    check_rrule(np.matvec, matrices, vectors)
+    check_rrule(np.vecmat, vectors, np.swapaxes(matrices, -1, -2))
+
+
 def test_vdot_conjugates_its_first_operand(rng):
     # vdot(a, b) = sum(conj(a) * b): for a real loss Re(vdot(a, b)), d/d(Re a) = Re b and
     # d/d(Im a) = Im b, so a's cotangent Re b - i Im b is conj(b) (and b's is conj(a)).
@@ -290,6 +302,7 @@ INTEGER_CASES = [
     (np.matmul, (2, 3), (3, 4)), (np.dot, (2, 3), (3,)), (np.vdot, (3,), (3,)), (np.inner, (2, 3), (3,)),
     (np.outer, (2,), (3,)), (np.kron, (2,), (3,)), (np.tensordot, (2, 3), (3, 4)), (np.cross, (3,), (3,)),
     (np.vecdot, (2, 3), (3,)),
+    *([(np.matvec, (2, 3), (3,)), (np.vecmat, (2,), (2, 3))] if hasattr(np, "matvec") else []),
 ]
 
 
@@ -313,6 +326,7 @@ def test_integer_operand_of_einsum_and_multi_dot_gets_none(rng):
 RRULE_PRIMITIVES = [
     *MATMUL_PRIMITIVES, np.dot, np.ndarray.dot, np.vdot, np.inner, np.outer, np.vecdot, np.linalg.vecdot, np.cross,
     np.linalg.cross, np.linalg.outer, np.tensordot, np.linalg.tensordot, np.kron, np.linalg.multi_dot, np.einsum,
+    *([np.matvec, np.vecmat] if hasattr(np, "matvec") else []),
 ]
 
 

@@ -9,7 +9,7 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import DTYPES, sample
+from sampling import DTYPES, check_each, sample
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
 RRULE_PRIMITIVES = [np.linalg.norm]
@@ -30,29 +30,21 @@ def ids(values):
     return [str(v) for v in values]
 
 
-def check_each_ord(x, ords, axis, keepdims):
-    """check_rrule at each `ord` (one test per shape and dtype, for speed); a failure says which."""
-    for ord in ords:
-        try:
-            check_rrule(np.linalg.norm, x, ord=ord, axis=axis, keepdims=keepdims)
-        except AssertionError as failure:
-            failure.add_note(f"with ord={ord!r}")
-            raise
-
-
 # Away from 0 and from ties: `nonzero` entries are in +-(0.5, 2), and random.
 @pytest.mark.parametrize("domain", ["nonzero", "complex"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape, axis, keepdims", VECTOR_AXES)
 def test_vector_norms(rng, shape, axis, keepdims, dtype, domain):
-    check_each_ord(sample(rng, domain, shape, dtype), VECTOR_ORDS, axis, keepdims)
+    x = sample(rng, domain, shape, dtype)
+    check_each(np.linalg.norm, x, [dict(ord=o, axis=axis, keepdims=keepdims) for o in VECTOR_ORDS])
 
 
 @pytest.mark.parametrize("domain", ["real", "complex"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape, axis, keepdims", MATRIX_AXES)
 def test_matrix_norms(rng, shape, axis, keepdims, dtype, domain):
-    check_each_ord(sample(rng, domain, shape, dtype), MATRIX_ORDS, axis, keepdims)
+    x = sample(rng, domain, shape, dtype)
+    check_each(np.linalg.norm, x, [dict(ord=o, axis=axis, keepdims=keepdims) for o in MATRIX_ORDS])
 
 
 @pytest.mark.parametrize("keepdims", [False, True])

@@ -9,8 +9,8 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import DTYPES, sample
-from test_reductions import check_each, grid_of, name, with_nan
+from sampling import DTYPES, check_each, sample
+from test_reductions import grid_of, name, with_nan
 
 SCANS = [np.cumsum, np.ndarray.cumsum, np.cumprod, np.ndarray.cumprod, np.nancumsum, np.nancumprod]
 ARRAY_API_SCANS = [np.cumulative_sum, np.cumulative_prod] if hasattr(np, "cumulative_sum") else []

@@ -11,7 +11,7 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import DTYPES, axis_variants, sample
+from sampling import DTYPES, axis_variants, check_each, sample
 
 scipy_special = pytest.importorskip("scipy.special")
 logsumexp = scipy_special.logsumexp
@@ -20,21 +20,15 @@ logsumexp = scipy_special.logsumexp
 RRULE_PRIMITIVES = [logsumexp]
 
 
-def check_each(x, b, variants):
-    """check_rrule at each `(axis, keepdims)` (one test per shape and dtype, for speed), `b` by
-    position so that it gets a cotangent; a failure says which variant."""
-    for axis, keepdims in variants:
-        try:
-            check_rrule(logsumexp, x, axis, b, keepdims)
-        except AssertionError as failure:
-            failure.add_note(f"with axis={axis!r}, keepdims={keepdims}")
-            raise
+def weighted(b, variants):
+    """`(axis, b, keepdims)` per `(axis, keepdims)`: `b` by position, so that it gets a cotangent."""
+    return [(axis, b, keepdims) for axis, keepdims in variants]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3), (1, 3)])
 def test_logsumexp_rule(rng, shape, dtype):
-    check_each(sample(rng, "real", shape, dtype), None, axis_variants(len(shape)))
+    check_each(logsumexp, sample(rng, "real", shape, dtype), weighted(None, axis_variants(len(shape))))
 
 
 # (shape of a, shape of b): b of a's shape, broadcasting against it, or stretching it.
@@ -45,7 +39,7 @@ B_SHAPES = [((3,), (3,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 3), (2, 1)), ((
 @pytest.mark.parametrize("a_shape, b_shape", B_SHAPES)
 def test_logsumexp_rule_with_weights(rng, a_shape, b_shape, dtype):
     a, b = sample(rng, "real", a_shape, dtype), sample(rng, "positive", b_shape, dtype)
-    check_each(a, b, axis_variants(len(np.broadcast_shapes(a_shape, b_shape))))
+    check_each(logsumexp, a, weighted(b, axis_variants(len(np.broadcast_shapes(a_shape, b_shape)))))
 
 
 def test_logsumexp_of_a_python_float_and_of_complex_inputs(rng):

@@ -119,6 +119,17 @@ def test_take_of_a_python_float(rng):
     check_rrule(np.take, 0.5, 0)
 
 
+def test_integer_arrays_get_no_cotangent():
+    ints = np.arange(6).reshape(2, 3)
+    for primitive, args in [
+        (np.diagonal, (ints,)), (np.trace, (ints,)), (np.diag, (ints,)), (np.diag, (ints[0],)),
+        (np.take, (ints, [0, 2], 1)), (np.take_along_axis, (ints, np.array([[0], [2]]), 1)),
+        (np.compress, ([True, False], ints, 0)),
+    ]:
+        value, back = lookup(primitive).rrule(*args)
+        assert all(c is None for c in back(np.ones(np.shape(value)))), primitive
+
+
 def test_diagonal_and_take_of_complex_arrays(rng):
     z = sample(rng, "complex", (2, 3))
     check_rrule(np.diagonal, z, 1)

@@ -84,5 +84,6 @@ def test_item_of_an_array_and_of_a_scalar():
     check_rrule(np.ndarray.item, np.array([[0.4]]))
     check_rrule(np.ndarray.item, np.array([0.1, 0.2, 0.3]), 1)
     check_rrule(np.ndarray.item, np.array([[0.1, 0.2], [0.3, 0.4]]), 1, 0)
+    check_rrule(np.ndarray.item, np.array([[0.1, 0.2], [0.3, 0.4]]), (1, 0))  # one tuple index
     value, back = lookup(np.ndarray.item).rrule(np.float64(2.5))
     assert value == 2.5 and back(1.0)[0] == 1.0

@@ -10,7 +10,7 @@ from adjoint.compiler import inline
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import DTYPES, SHAPES, grid, sample
+from sampling import DTYPES, SHAPES, sample, shape_id
 
 # (primitive, shape, positional arguments after x, keyword arguments, dtype)
 RRULE_CASES = [
@@ -198,10 +198,6 @@ def test_ravel_and_squeeze_through_compiler_match_finite_differences(rng):
 
 # ---- moves of axes, broadcasts, flips, rolls and rotations, on the grid -----------------------------
 
-def _shape_id(shape):
-    return "float" if shape is None else str(shape).replace(" ", "")
-
-
 # (primitive, shapes it applies to, positional arguments after the array, keyword arguments)
 MOVES = [
     (np.moveaxis, [(3,)], (0, 0), {}),
@@ -237,7 +233,7 @@ MOVES = [
 
 MOVE_CASES = [
     pytest.param(primitive, shape, extra, kwargs, dtype,
-                 id=f"{primitive.__qualname__}-{_shape_id(shape)}-{extra}-{kwargs}-{dtype.__name__}")
+                 id=f"{primitive.__qualname__}-{shape_id(shape)}-{extra}-{kwargs}-{dtype.__name__}")
     for primitive, shapes, extra, kwargs in MOVES
     for shape in shapes
     for dtype in DTYPES

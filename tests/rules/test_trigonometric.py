@@ -10,7 +10,7 @@ import adjoint
 from adjoint.registry import lookup
 from adjoint.testing import check_grad, check_rrule
 
-from sampling import ARRAY_SHAPES, BROADCAST_PAIRS, DTYPES, sample
+from sampling import BINARY_GRID, COMPLEX_GRID, UNARY_GRAD_GRID, UNARY_GRID, sample
 
 # ---- the functions the compiler differentiates, one per primitive --------------------------------
 
@@ -130,31 +130,6 @@ def _name(case):
     return case[0].__name__
 
 
-def _shape_id(shape):
-    return "float" if shape is None else str(shape).replace(" ", "")
-
-
-UNARY_GRID = [pytest.param(None, np.float64, id="float")] + [
-    pytest.param(shape, dtype, id=f"{_shape_id(shape)}-{np.dtype(dtype).name}")
-    for shape in ARRAY_SHAPES for dtype in DTYPES
-]
-BINARY_GRID = [
-    pytest.param(pair, dtype, id=f"{_shape_id(pair[0])}-{_shape_id(pair[1])}-{np.dtype(dtype).name}")
-    for pair in BROADCAST_PAIRS for dtype in DTYPES
-    if pair != (None, None) or dtype is np.float64
-]
-GRAD_GRID = [
-    pytest.param(None, np.float64, id="float"),
-    pytest.param((2, 3), np.float64, id="(2,3)-float64"),
-    pytest.param((1, 3), np.float32, id="(1,3)-float32"),
-]
-COMPLEX_GRID = [
-    pytest.param(None, np.float64, id="complex"),
-    pytest.param((2, 3), np.float64, id="(2,3)-complex128"),
-    pytest.param((3,), np.float32, id="(3,)-complex64"),
-]
-
-
 # ---- unary ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape, dtype", UNARY_GRID)
@@ -163,7 +138,7 @@ def test_unary_rule_matches_finite_differences(rng, primitive, fn, domain, shape
     check_rrule(primitive, sample(rng, domain, shape, dtype))
 
 
-@pytest.mark.parametrize("shape, dtype", GRAD_GRID)
+@pytest.mark.parametrize("shape, dtype", UNARY_GRAD_GRID)
 @pytest.mark.parametrize("primitive, fn, domain", UNARY, ids=[_name(c) for c in UNARY])
 def test_unary_call_through_compiler_matches_finite_differences(rng, primitive, fn, domain, shape, dtype):
     check_grad(fn, sample(rng, domain, shape, dtype))
