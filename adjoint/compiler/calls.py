@@ -65,7 +65,7 @@ class CallAdjoints:
             # `t + (z,)` concatenates and `np.square([x])` squares an array: neither is the rule's math
             self._unsupported(
                 stmt, stmt.value, f"`{text}` with a tuple or list operand is not supported yet",
-                "operate on the arrays themselves",
+                "make the list an array first (`np.array([a, b])`), or operate on the arrays themselves",
             )
             return
         plan = inline.plan_for(rule)

@@ -5,9 +5,10 @@ Every rule works on stacks of matrices (the last two axes), as NumPy does; the m
 cotangent arrives as a tuple with None for a factor nothing used.
 
 Conventions: the inverse, solve, determinant and power are holomorphic and take complex
-matrices too. `cholesky` reads one triangle of a symmetric matrix and gives a symmetric
-cotangent (as autograd and JAX do); `eigh` and `eigvalsh` give the cotangent of the triangle
-NumPy reads, so finite differences of NumPy's own function agree with it. The vectors of
+matrices too. `cholesky`, `eigh` and `eigvalsh` read one triangle of a symmetric matrix and
+give the cotangent of the triangle NumPy reads, so finite differences of NumPy's own function
+agree with it (autograd and JAX give a symmetric one; the two agree along symmetric
+directions). The vectors of
 `eigh`, `svd` and `qr` have gradients only where they are unique: distinct eigenvalues and
 singular values, full-rank matrices, reduced (not complete) factors; sign conventions of
 eigenvectors do not matter to a loss that does not depend on them.

@@ -121,5 +121,6 @@ def select_rrule(condlist, choicelist, default=0):
 
 non_differentiable(
     np.argmax, np.argmin, np.argsort, np.argpartition, np.searchsorted, np.nonzero, np.flatnonzero,
-    np.argwhere, np.count_nonzero, np.digitize,
+    np.argwhere, np.count_nonzero, np.digitize, np.isin, np.isreal, np.iscomplex, np.isrealobj, np.iscomplexobj,
+    np.isscalar,
 )

@@ -59,7 +59,12 @@ def cotangent_like(g, x):
     array([1.5, 2.5], dtype=float32)
     >>> cotangent_like(np.array([2.0]), 1.0), cotangent_like(2j, np.complex64(1)), cotangent_like(2.0, 1)
     (2.0, np.complex64(2j), None)
+    >>> cotangent_like(np.array([1.0, 2.0]), [0.5, 3])
+    [1.0, None]
     """
+    if type(x) is list or type(x) is tuple:  # a nested list joined as the array it makes
+        g = np.reshape(g, np.shape(x))
+        return type(x)(cotangent_like(g[i], item) for i, item in enumerate(x))
     if not is_differentiable(x):
         return None
     if not np.iscomplexobj(x):

@@ -38,8 +38,8 @@ def _part(g, index):
 def _real_only(a, name):
     if np.iscomplexobj(a):
         raise RuleError(
-            f"adjoint differentiates np.linalg.{name} of real matrices only: the factors of a complex "
-            "matrix are fixed only up to a phase, so their gradient depends on that choice"
+            f"adjoint's rule for np.linalg.{name} takes real matrices only, not complex ones yet: "
+            "split the matrix into real and imaginary parts, or register a rule with @adjoint.rrule"
         )
 
 
@@ -139,15 +139,15 @@ def _reflected(s, uplo):
 
 
 def cholesky_bar(g, a, factor, upper=False):
-    """Cotangent of `a` in `cholesky(a)`, a symmetric matrix (Murray 2016, arXiv:1602.07527).
-
-    NumPy reads one triangle of `a`, but `a` stands for a symmetric matrix: the cotangent is
-    symmetric, as autograd's and JAX's are, so a gradient step keeps `a` symmetric.
+    """Cotangent of `a` in `cholesky(a)` (Murray 2016, arXiv:1602.07527): the one of the
+    triangle NumPy reads, the lower (the upper for `upper=True`), as for `eigh`, so that it
+    agrees with finite differences of NumPy's function even for a non-symmetric `a`. (Autograd
+    and JAX give the symmetric one instead; the two agree along symmetric directions.)
 
     >>> a = np.array([[4.0, 2.0], [2.0, 5.0]])
     >>> cholesky_bar(np.eye(2), a, np.linalg.cholesky(a))
-    array([[ 0.3125, -0.125 ],
-           [-0.125 ,  0.25  ]])
+    array([[ 0.3125,  0.    ],
+           [-0.25  ,  0.25  ]])
     """
     _real_only(a, "cholesky")
     lower, lower_bar = (_t(factor), _t(g)) if upper else (factor, g)
@@ -155,7 +155,7 @@ def cholesky_bar(g, a, factor, upper=False):
     middle = np.tril(_t(lower) @ lower_bar) * np.where(np.eye(n, dtype=bool), 0.5, 1.0)
     half = np.linalg.solve(_t(lower), middle)  # inv(L).T @ middle
     s = _t(np.linalg.solve(_t(lower), _t(half)))  # ... @ inv(L)
-    return unbroadcast_float((s + _t(s)) / 2, a)
+    return unbroadcast_float(_reflected((s + _t(s)) / 2, "U" if upper else "L"), a)
 
 
 def _gap_reciprocals(w):

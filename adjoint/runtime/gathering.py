@@ -14,7 +14,8 @@ import functools
 import numpy as np
 
 from .assembly import copies_bar, entry_labels
-from .cotangents import cotangent_like, is_differentiable, unbroadcast
+from .cotangents import cotangent_like, is_differentiable
+from .pointwise import unbroadcast_float
 
 __all__ = ["undiagonal", "diag_bar", "untake", "untake_along_axis", "unselect", "unselect_default"]
 
@@ -89,10 +90,7 @@ def unselect(g, condlist, choicelist):
     >>> unselect(np.ones(3), [np.array([1, 0, 1]) > 0, np.array([1, 1, 0]) > 0], [np.ones(3), 2.0])
     [array([1., 0., 1.]), np.float64(1.0)]
     """
-    bars = (
-        unbroadcast(np.where(chosen, g, 0), choice) if is_differentiable(choice) else None
-        for chosen, choice in zip(_first_true(condlist), choicelist)
-    )
+    bars = (unbroadcast_float(np.where(chosen, g, 0), choice) for chosen, choice in zip(_first_true(condlist), choicelist))
     return type(choicelist)(bars) if type(choicelist) in (list, tuple) else list(bars)
 
 
@@ -103,7 +101,5 @@ def unselect_default(g, condlist, default):
     >>> unselect_default(np.ones(3), [np.array([True, False, False])], 0.5)
     np.float64(2.0)
     """
-    if not is_differentiable(default):
-        return None
     none_true = np.logical_not(functools.reduce(np.logical_or, condlist, False))
-    return unbroadcast(np.where(none_true, g, 0), default)
+    return unbroadcast_float(np.where(none_true, g, 0), default)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .cotangents import is_differentiable, unbroadcast
+from .cotangents import cotangent_like, is_differentiable, sum_to_shape, unbroadcast
 
 __all__ = ["divide_or_zero", "sinc_derivative", "unbroadcast_float"]
 
@@ -51,10 +51,15 @@ def sinc_derivative(x):
 
 
 def unbroadcast_float(g, x):
-    """`unbroadcast(g, x)` for a float or complex operand `x`; None for the rest (an int
+    """`unbroadcast(g, x)` for a float or complex operand `x`; for a (nested) list or tuple of
+    values that NumPy read as an array, each value's entry of it; None for the rest (an int
     array, a bool, None), which carry no cotangent.
 
     >>> unbroadcast_float(np.ones((2, 3)), np.zeros(3)), unbroadcast_float(np.ones(3), 0)
     (array([2., 2., 2.]), None)
+    >>> unbroadcast_float(np.ones((2, 2)), [0.5, 1])
+    [2.0, None]
     """
+    if type(x) is list or type(x) is tuple:
+        return cotangent_like(sum_to_shape(g, np.shape(x)), x)
     return unbroadcast(g, x) if is_differentiable(x) else None

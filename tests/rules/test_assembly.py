@@ -346,3 +346,41 @@ def test_a_differentiable_pad_constant_is_refused(rng):
     # np.pad takes `constant_values=` by keyword only, and keywords carry no gradient.
     with pytest.raises(adjoint.AdjointError, match="constant_values="):
         adjoint.grad(pad_with_a_differentiable_constant, wrt=(0, 1))(rng.normal(size=3), 0.5)
+
+
+# ---- nested lists of values inside a join: each value gets its entry's cotangent ---------------
+
+def rotation_of(theta, v):
+    c, s = np.cos(theta), np.sin(theta)
+    R = np.stack([[c, -s], [s, c]])
+    return np.sum((R @ v) ** 2 * np.array([1.0, 3.0]))
+
+
+def weights_with_bias(w, b, x):
+    return np.sum((x @ np.concatenate([w, [b]])) ** 2)
+
+
+def rows_built_in_a_loop(x):
+    rows = []
+    for i in range(2):
+        rows.append([x[i], x[i] ** 2])
+    return np.sum(np.vstack(rows) * np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def select_from_nested_choices(a, b):
+    return np.sum(np.select([np.array([True, False])], [[a, b]], [b, a]) * np.array([1.0, 2.0]))
+
+
+def multi_dot_of_a_nested_matrix(a, b, M, v):
+    return np.linalg.multi_dot([[[a, b]], M, v])
+
+
+@pytest.mark.parametrize("f, args", [
+    (rotation_of, (0.4, np.array([1.0, 2.0]))),
+    (weights_with_bias, (np.array([0.5, -1.0]), 0.3, np.array([[1.0, 2.0, 1.0], [0.5, 0.1, 1.0]]))),
+    (rows_built_in_a_loop, (np.array([0.7, -0.4]),)),
+    (select_from_nested_choices, (0.3, 0.9)),
+    (multi_dot_of_a_nested_matrix, (0.3, 0.9, np.array([[1.0, 2.0], [0.5, -1.0]]), np.array([0.2, 0.4]))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_values_in_nested_lists_of_a_join_get_their_gradients(f, args):
+    check_grad(f, *args)
