@@ -212,7 +212,7 @@ class _Reverse(calls.CallAdjoints):
                 self._adjoint(stmt, target, [value.value], lambda bar: (
                     [], [syntax.call(f"{self.alias}.field_bar", [syntax.name(bar), value.value, field])]))
             else:
-                self._unsupported(stmt, value, f"adjoint has no rule for the attribute `{callee.text}`")
+                self._unsupported(stmt, value, f"adjoint has no rule for the attribute `.{value.attr}` here")
         elif isinstance(value, gast.Subscript):
             self._subscript(stmt, target, value)
         elif isinstance(value, gast.Lambda):

@@ -34,6 +34,14 @@ def T_rrule(a):
     return a.T, T_pullback
 
 
+@rrule(np.ndarray.mT)  # the attribute `x.mT`: each matrix of a stack transposed
+def mT_rrule(a):
+    def mT_pullback(g):
+        return (np.swapaxes(g, -1, -2),)
+
+    return a.mT, mT_pullback
+
+
 @rrule(np.moveaxis)
 def moveaxis_rrule(a, source, destination):
     def moveaxis_pullback(g):

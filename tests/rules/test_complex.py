@@ -53,6 +53,13 @@ def test_attribute_has_the_rule_of_its_function(attribute, function):
     assert lookup(attribute).rrule is lookup(function).rrule
 
 
+@pytest.mark.parametrize("domain", ["real", "complex"])
+@pytest.mark.parametrize("attribute", ATTRIBUTES, ids=["real", "imag"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_attribute_rule_matches_finite_differences(rng, attribute, domain, dtype):
+    check_rrule(attribute, sample(rng, domain, (2, 3), dtype))
+
+
 @pytest.mark.parametrize("args", [
     pytest.param((1.5,), id="float"),
     pytest.param((1.5, -0.5), id="float-float"),

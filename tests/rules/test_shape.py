@@ -35,7 +35,7 @@ RRULE_CASES = [
 
 # Attributes cannot be called, so check_rrule cannot check them; their rules are checked
 # against the linear map they implement (see test_T_attribute_rule_is_the_transpose_map).
-ATTRIBUTE_RULES = [np.ndarray.T]
+ATTRIBUTE_RULES = [np.ndarray.T, np.ndarray.mT]
 
 # The primitives the rule tests below exercise (read by test_registry_coverage); MOVES are
 # the flips, rolls, rotations, axis moves and broadcasts checked on the grid further down.
@@ -117,6 +117,21 @@ def test_T_attribute_rule_is_the_transpose_map(rng, shape, dtype):
     (x_bar,) = back(v)
     assert x_bar.shape == x.shape and x_bar.dtype == x.dtype
     np.testing.assert_allclose(np.sum(x_bar * u), np.sum(v * np.transpose(u)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("attribute", ATTRIBUTE_RULES, ids=["T", "mT"])
+@pytest.mark.parametrize("shape", [(2, 3), (4, 2, 3), (1, 2, 3)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transposing_attributes_match_finite_differences(rng, attribute, shape, dtype):
+    check_rrule(attribute, rng.normal(size=shape).astype(dtype))
+
+
+def stack_of_matrices_transposed(x):
+    return np.sum((x.mT @ x) ** 2)
+
+
+def test_mT_through_the_compiler(rng):
+    check_grad(stack_of_matrices_transposed, rng.normal(size=(2, 3, 2)))
 
 
 def test_reshape_shape_argument_gets_no_cotangent(rng):
