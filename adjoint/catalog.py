@@ -76,8 +76,9 @@ def markdown() -> str:
     lines = [
         "# Supported functions",
         "",
-        "Generated from adjoint's rule registry by `make docs` (`python -m adjoint.catalog`); a test",
-        "keeps this page in sync with the code. Each function is listed with the arguments its rule",
+        f"Generated from adjoint's rule registry by `make docs` (`python -m adjoint.catalog`), with NumPy",
+        f"{numpy_version()}; a test keeps this page in sync with the code (functions that newer NumPy",
+        "releases added are listed when they exist). Each function is listed with the arguments its rule",
         "takes: a keyword that is not listed (`out=`, `where=`...) is refused with an error naming it.",
         "*Inlined* rules are written into the generated code as NumPy expressions; the others are",
         "called. Register a rule for anything missing with `@adjoint.rrule` and check it with",
@@ -102,6 +103,11 @@ def markdown() -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def numpy_version() -> str:
+    """The NumPy release the catalog describes, as `major.minor`."""
+    return ".".join(np.__version__.split(".")[:2])
 
 
 def _registered():

@@ -11,7 +11,10 @@ DOCS = pathlib.Path(__file__).parent.parent / "docs" / "rules.md"
 
 def test_docs_rules_md_is_the_generated_catalog():
     pytest.importorskip("scipy")  # the page lists scipy's rules, which load only when it imports
-    assert DOCS.read_text() == catalog.markdown(), "docs/rules.md is stale: run `make docs`"
+    page = DOCS.read_text()
+    if f"with NumPy\n{catalog.numpy_version()};" not in page:
+        pytest.skip("docs/rules.md describes another NumPy release, which has other functions")
+    assert page == catalog.markdown(), "docs/rules.md is stale: run `make docs`"
 
 
 def test_every_builtin_rule_appears_once_under_its_public_name():

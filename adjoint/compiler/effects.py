@@ -36,7 +36,7 @@ def user_non_differentiable(callee) -> bool:
     its arguments, so it may."""
     if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
         return False
-    module = getattr(callee.obj, "__module__", None) or ""
+    module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__  # ufuncs of older NumPy have none
     return module.split(".")[0] not in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}
 
 

@@ -54,7 +54,7 @@ SELECTIONS = [
     (np.ndarray.take, (2, 3), (np.array([1, 1]), 0), {}),
     (np.take_along_axis, (2, 3), (np.array([[2, 2], [0, 1]]),), {"axis": 1}),
     (np.take_along_axis, (2, 3), (np.array([[1, 0, 1]]), 0), {}),
-    (np.take_along_axis, (1, 3), (np.array([[2], [0], [2]]),), {}),  # a broadcast row, read thrice
+    (np.take_along_axis, (1, 3), (np.array([[2], [0], [2]]),), {"axis": -1}),  # a broadcast row, read thrice
     (np.take_along_axis, (2, 3), (np.array([5, 0, 5]),), {"axis": None}),
     (np.take_along_axis, (3,), (np.array([-1, 0]), 0), {}),
     (np.sort, (3,), (), {}),
