@@ -28,6 +28,8 @@ CASES = {
     "squares_of_positives": (functions.squares_of_positives, (0,)),
     "running_sum": (functions.running_sum, (0,)),
     "chain_loss": (functions.chain_loss, (0,)),
+    "attention": (functions.attention, (0, 1, 2)),
+    "gaussian_nll": (functions.gaussian_nll, (0, 1)),
 }
 _W, _B = np.ones((3, 2)), np.zeros(2)
 SPECIALISED = {  # the code that these example arguments get: `b` frozen by the class, or not
@@ -77,3 +79,5 @@ def test_golden_functions_have_correct_gradients():
     check_grad(functions.running_sum, np.array([0.5, -1.0, 2.0, 0.3]))
     layers = [functions.Dense(rng.normal(size=(3, 4)), rng.normal(size=4)), functions.FrozenBias(rng.normal(size=(4, 2)), rng.normal(size=2))]
     check_grad(functions.chain_loss, layers, rng.normal(size=(5, 3)), rng.normal(size=(5, 2)))
+    check_grad(functions.attention, *[rng.normal(size=(2, 3, 4)) for _ in range(3)])
+    check_grad(functions.gaussian_nll, rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=3))
