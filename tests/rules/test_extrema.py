@@ -453,7 +453,7 @@ def test_piecewise_constant_primitives_are_declared(primitive):
 
 
 def steps_times_x(x):
-    steps = np.floor(x) + np.ceil(x) + np.rint(x) + np.trunc(x) + np.fix(x) + np.round(x, 1) + np.around(x)
+    steps = np.floor(x) + np.ceil(x) + np.rint(x) + np.trunc(x) + np.round(x, 1) + np.around(x)  # np.fix: deprecated
     signs = np.sign(x) + np.signbit(x) + np.spacing(x) + x // 0.7 + np.floor_divide(x, 0.3) + x.round()
     return np.sum((steps + signs) * x + np.where(np.isfinite(x) & np.greater(x, 0.1), x, 0.0))
 

@@ -152,6 +152,18 @@ def test_cross_rule(rng, shape_a, shape_b, keywords, domain, dtype):
     check_rrule(np.cross, *operands(rng, domain, dtype, shape_a, shape_b), **keywords)
 
 
+def _crosses_2_vectors() -> bool:
+    """NumPy 2.0 deprecated the cross product of 2-vectors, and a later release removed it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            np.cross(np.ones(2), np.ones(2))
+        except ValueError:
+            return False
+    return True
+
+
+@pytest.mark.skipif(not _crosses_2_vectors(), reason="this NumPy no longer crosses 2-vectors")
 @pytest.mark.parametrize("shape_a, shape_b, keywords", CROSS_2D_CASES, ids=[case_id(*c) for c in CROSS_2D_CASES])
 def test_cross_rule_on_2_vectors(rng, shape_a, shape_b, keywords):
     with warnings.catch_warnings():
