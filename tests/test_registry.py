@@ -68,3 +68,13 @@ def test_a_rules_refusal_is_remembered_per_call_shape():
     assert first == "does not support the keyword argument `out=`"
     assert rule.refusal(1, ("axis", "out")) is first
     assert rule.refusal(1, ("axis",)) is None
+
+
+def sum_into_a_buffer_by_position(x):
+    buf = np.empty(3)
+    return np.sum(x.sum(0, None, buf))
+
+
+def test_an_array_method_called_with_more_positions_than_its_rule_takes_is_refused_by_name():
+    with pytest.raises(adjoint.AdjointError, match="rule for `ndarray.sum` cannot be called this way"):
+        adjoint.grad(sum_into_a_buffer_by_position)(np.ones((2, 3)))

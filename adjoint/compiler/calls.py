@@ -10,6 +10,7 @@ Before:  y = dense(x, W)               After:  y, dense_pullback = adj.vjp((0, 1
 
 from __future__ import annotations
 
+import inspect
 import operator
 
 import gast
@@ -31,6 +32,8 @@ class CallAdjoints:
         if callee.kind == resolve.PYTHON and call.keywords:
             _keywords_to_positions(call, callee.obj)
             self.ctx.rely_on(callee.text, callee.obj)  # the call now follows its signature
+        if callee.kind == resolve.RULE and callee.rule is not None and call.keywords:
+            _differentiable_keywords_to_positions(call, callee.rule, self.varied)
         if callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method and any(
             syntax.load_names(k.value) & self.varied for k in call.keywords
         ):
@@ -274,6 +277,47 @@ def _keywords_to_positions(call, fn):
             break
         call.args.append(keywords.pop(name).value)
     call.keywords = list(keywords.values())
+
+
+def _differentiable_keywords_to_positions(call, rule, varied):
+    """`np.average(a, weights=w)` as `np.average(a, None, w)` when `w` carries a gradient, since
+    rules differentiate positional arguments only. It is done when the rule and the primitive
+    both take the parameter by position, at the same place; the parameters before it are moved
+    from their keywords or filled with the rule's defaults."""
+    wanted = [k.arg for k in call.keywords if syntax.load_names(k.value) & varied]
+    rule_order = _positional_parameters(rule.signature)
+    try:
+        primitive_order = _positional_parameters(inspect.signature(rule.primitive))
+    except (TypeError, ValueError):
+        return
+    last = max((rule_order.index(name) for name in wanted if name in rule_order), default=-1)
+    if last < len(call.args) or rule_order[: last + 1] != primitive_order[: last + 1]:
+        return
+    keywords = {k.arg: k for k in call.keywords}
+    moved = []
+    for name in rule_order[len(call.args) : last + 1]:
+        default = rule.signature.parameters[name].default
+        if name in keywords:
+            moved.append(keywords[name].value)
+        elif default is None or type(default) in (bool, int, float, str):
+            moved.append(syntax.const(default))
+        else:
+            return  # a default generated code cannot write
+    call.args.extend(moved)
+    call.keywords = [k for name, k in keywords.items() if name not in rule_order[: last + 1]]
+
+
+def _positional_parameters(signature) -> list[str]:
+    """The names of the parameters a call may pass by position, in order."""
+    if signature is None:
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = []
+    for parameter in signature.parameters.values():
+        if parameter.kind not in kinds:
+            break
+        names.append(parameter.name)
+    return names
 
 
 def _describe(obj) -> str:

@@ -21,7 +21,7 @@ from ..registry import rrule
 # ---- joining a sequence of arrays ---------------------------------------------------------------
 
 @rrule(np.concatenate, sequences=True)
-def concatenate_rrule(arrays, axis=0, dtype=None, casting="same_kind"):
+def concatenate_rrule(arrays, axis=0, *, dtype=None, casting="same_kind"):
     def concatenate_pullback(g):
         return (adj.unconcatenate(g, arrays, axis=axis),)
 
@@ -29,7 +29,7 @@ def concatenate_rrule(arrays, axis=0, dtype=None, casting="same_kind"):
 
 
 @rrule(np.stack, sequences=True)
-def stack_rrule(arrays, axis=0, dtype=None, casting="same_kind"):
+def stack_rrule(arrays, axis=0, *, dtype=None, casting="same_kind"):
     def stack_pullback(g):
         return (adj.unstack(g, arrays, axis=axis),)
 
@@ -37,7 +37,7 @@ def stack_rrule(arrays, axis=0, dtype=None, casting="same_kind"):
 
 
 @rrule(np.hstack, sequences=True)
-def hstack_rrule(tup, dtype=None, casting="same_kind"):
+def hstack_rrule(tup, *, dtype=None, casting="same_kind"):
     value = np.hstack(tup, dtype=dtype, casting=casting)
     axis = int(value.ndim > 1)  # 1-D items join along their one axis, others along their second
 
@@ -48,7 +48,7 @@ def hstack_rrule(tup, dtype=None, casting="same_kind"):
 
 
 @rrule(np.vstack, sequences=True)
-def vstack_rrule(tup, dtype=None, casting="same_kind"):
+def vstack_rrule(tup, *, dtype=None, casting="same_kind"):
     def vstack_pullback(g):
         return (adj.unconcatenate(g, tup, axis=0, promote=np.atleast_2d),)
 
@@ -162,7 +162,7 @@ def repeat_rrule(a, repeats, axis=None):
 # `constant_values=` can only be passed by keyword, and keywords carry no gradient: the
 # compiler refuses a differentiable value there.
 @rrule(np.pad)
-def pad_rrule(array, pad_width, mode="constant", constant_values=0):
+def pad_rrule(array, pad_width, mode="constant", *, constant_values=0):
     labels = adj.pad_labels(array, pad_width, mode)  # refuses the modes that compute new values
     # np.pad refuses `constant_values=` in the other modes, even the default.
     value = (

@@ -181,7 +181,7 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
     """
     rule = registry.lookup(fn)
     if rule is not None:
-        refusal = kwargs and rule.refusal(len(receiver) + len(args), kwargs)
+        refusal = rule.refusal(len(receiver) + len(args), tuple(kwargs))  # remembered: cheap
         if refusal:
             raise RuleError(f"adjoint's rule for `{getattr(fn, '__qualname__', fn)}` {refusal}")
         value, pullback = rule.rrule(*receiver, *args, **kwargs)

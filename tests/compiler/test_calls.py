@@ -345,3 +345,49 @@ def test_a_value_a_loop_carries_from_data_is_not_differentiated_on_the_first_ite
     adjoint.grad(_chain_loss)(layers, x)
     assert len(calls) == 2  # the input gradients of layers 2 and 3 only
     assert "(0, 1) if x_1 is not x else (0,)" in adjoint.source(_chain_loss, wrt=0)
+
+
+# ---- a differentiable keyword argument of a rule moves to its position ---------------------------
+
+from scipy.special import logsumexp  # noqa: E402  (scipy is in the test extra)
+
+
+def weighted_average_by_keyword(a, w):
+    return np.average(a, weights=w) + np.sum(np.average(a, axis=0, weights=w[:2]))
+
+
+def logsumexp_scaled_by_keyword(x, w):
+    return logsumexp(x, b=w)
+
+
+def select_with_a_differentiable_default(a, d):
+    return np.sum(np.select([a > 0.5], [a], default=d * 0.5))
+
+
+def clip_above_by_keyword(x, high):
+    return np.sum(np.clip(x, 0.0, a_max=high))
+
+
+def clip_above_by_keyword_only_max(x, high):
+    return np.sum(np.clip(x, max=high))
+
+
+@pytest.mark.parametrize("f, shapes", [
+    (weighted_average_by_keyword, [(2, 2), (2, 2)]),
+    (logsumexp_scaled_by_keyword, [(4,), (4,)]),
+    (select_with_a_differentiable_default, [(2, 2), (2, 2)]),
+    (clip_above_by_keyword, [(3,), (3,)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_differentiable_keyword_of_a_rule_gets_its_gradient(f, shapes):
+    rng = np.random.default_rng(3)
+    check_grad(f, *[rng.uniform(0.2, 1.0, size=s) for s in shapes])
+
+
+def test_the_keyword_moves_to_its_position_in_the_generated_code():
+    text = adjoint.source(weighted_average_by_keyword, wrt=(0, 1))
+    assert "np.average(a, None, w)" in text and "np.average(a, 0, " in text
+
+
+def test_a_keyword_only_parameter_still_gets_no_gradient():
+    with pytest.raises(adjoint.TransformError, match="keyword argument `max=`"):
+        adjoint.grad(clip_above_by_keyword_only_max, wrt=(0, 1))(np.ones(3), np.ones(3))
