@@ -5,13 +5,16 @@ Every rule works on stacks of matrices (the last two axes), as NumPy does; the m
 cotangent arrives as a tuple with None for a factor nothing used.
 
 Conventions: the inverse, solve, determinant and power are holomorphic and take complex
-matrices too. `cholesky`, `eigh` and `eigvalsh` read one triangle of a symmetric matrix and
-give the cotangent of the triangle NumPy reads, so finite differences of NumPy's own function
-agree with it (autograd and JAX give a symmetric one; the two agree along symmetric
-directions). The vectors of
-`eigh`, `svd` and `qr` have gradients only where they are unique: distinct eigenvalues and
-singular values, full-rank matrices, reduced (not complete) factors; sign conventions of
-eigenvectors do not matter to a loss that does not depend on them.
+matrices too, as do `eig` and `eigvals` of a general (non-symmetric) matrix, whose results are
+complex in general: a real matrix takes the real part of its cotangent. `cholesky`, `eigh` and
+`eigvalsh` read one triangle of a symmetric matrix and give the cotangent of the triangle
+NumPy reads, so finite differences of NumPy's own function agree with it (autograd and JAX
+give a symmetric one; the two agree along symmetric directions). The vectors of `eig`, `eigh`,
+`svd` and `qr` have gradients only where they are unique: distinct eigenvalues and singular
+values, full-rank matrices, reduced (not complete) factors. Sign conventions of eigenvectors do
+not matter to a loss that does not depend on them; `eig`'s vectors are differentiated as NumPy
+scales them (unit norm, largest entry real), and a loss invariant to their phases gets
+autograd's gradient.
 """
 
 import numpy as np
@@ -124,6 +127,27 @@ def eigvalsh_rrule(a, UPLO="L"):
         return (adj.eigh_bar((g, None), a, eig, UPLO),)
 
     return np.linalg.eigvalsh(a, UPLO=UPLO), eigvalsh_pullback
+
+
+@rrule(np.linalg.eig)
+def eig_rrule(a):
+    ans = np.linalg.eig(a)
+
+    def eig_pullback(g):
+        return (adj.eig_bar(g, a, ans),)
+
+    return ans, eig_pullback
+
+
+# As for `eigvalsh`, the pullback computes the eigenvectors; `eig` lists the eigenvalues in
+# `eigvals`' order (both run LAPACK's geev).
+@rrule(np.linalg.eigvals)
+def eigvals_rrule(a):
+    def eigvals_pullback(g):
+        eig = np.linalg.eig(a)
+        return (adj.eig_bar((g, None), a, eig),)
+
+    return np.linalg.eigvals(a), eigvals_pullback
 
 
 @rrule(np.linalg.svd)

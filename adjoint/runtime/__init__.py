@@ -214,7 +214,11 @@ def _unwrapped(fn):
 
 
 def no_cotangents(count):
-    """A pullback for a result with no gradient: `None` for each of `count` arguments."""
+    """A pullback for a result with no gradient: `None` for each of `count` arguments.
+
+    >>> no_cotangents(2)(1.0)
+    (None, None)
+    """
 
     def no_pullback(g):
         return (None,) * count
@@ -224,7 +228,12 @@ def no_cotangents(count):
 
 def zeros_for_none(pullback, args, wrt):
     """`pullback` with its trailing `None`s padded back and a `None` for an argument in `wrt`
-    made zeros: a rule's `None` means zero, but generated code needs an array."""
+    made zeros: a rule's `None` means zero, but generated code needs an array.
+
+    >>> back = zeros_for_none(lambda g: (g,), (np.ones(2), 3, np.zeros(2)), wrt=(0, 2))
+    >>> back(np.ones(2))
+    (array([1., 1.]), None, array([0., 0.]))
+    """
 
     def zero_filled_pullback(g):
         cotangents = registry.padded(pullback(g), len(args))

@@ -20,7 +20,14 @@ from .structs import Tangent, fields_of, is_namedtuple, is_struct, item_bar, tan
 
 def is_constructible(cls) -> bool:
     """Whether adjoint follows gradients through calls of the class `cls`: dataclasses,
-    namedtuples, and classes whose `__init__` is written in Python."""
+    namedtuples, and classes whose `__init__` is written in Python.
+
+    >>> @dataclasses.dataclass
+    ... class Dense:
+    ...     W: np.ndarray
+    >>> is_constructible(Dense), is_constructible(dict), is_constructible(np.ndarray)
+    (True, False, False)
+    """
     if not isinstance(cls, type) or cls.__module__ == "builtins" or issubclass(cls, (np.ndarray, np.generic)):
         return False
     return (
@@ -40,6 +47,12 @@ def construct(cls, args, keywords):
     unchanged, or the call is refused. A gradient reaching a field that no argument was
     stored in is refused unless that field is a constant: a dataclass or namedtuple default,
     or an `__init__` default value stored as it is.
+
+    >>> import collections
+    >>> Pair = collections.namedtuple("Pair", "w n")
+    >>> obj, back = construct(Pair, (np.ones(2), 3), {})
+    >>> back(Pair(np.array([1.0, 2.0]), None))  # the int gets no cotangent
+    ((array([1., 2.]), None), {})
     """
     obj = cls(*args, **keywords)
     stored = _stored_fields(obj)
@@ -154,7 +167,14 @@ def _constant_fields(cls, obj, stored, mapped) -> set:
 
 
 def construct_vjp(wrt, cls, /, *args, **kwargs):
-    """`construct` as `vjp` calls it: the pullback returns one cotangent per argument."""
+    """`construct` as `vjp` calls it: the pullback returns one cotangent per argument.
+
+    >>> import collections
+    >>> Pair = collections.namedtuple("Pair", "w n")
+    >>> obj, back = construct_vjp((0,), Pair, np.ones(2), 3)
+    >>> back(Pair(np.array([1.0, 2.0]), None))
+    (array([1., 2.]), None)
+    """
     obj, pullback = construct(cls, args, kwargs)
     return obj, lambda g: pullback(g)[0]
 

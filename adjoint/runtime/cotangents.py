@@ -11,13 +11,23 @@ from ..errors import AdjointError
 
 
 class RuleError(AdjointError):
-    """A rule or a runtime helper was used against its contract."""
+    """A rule or a runtime helper was used against its contract.
+
+    >>> isinstance(RuleError("no rule"), AdjointError)  # caught with adjoint's other errors
+    True
+    """
 
 
 # ---- what carries a gradient ----------------------------------------------------------------
 
 def is_differentiable(value) -> bool:
-    """Whether `value` is a float or complex scalar or array, the values that get cotangents."""
+    """Whether `value` is a float or complex scalar or array, the values that get cotangents.
+
+    >>> is_differentiable(1.5), is_differentiable(np.ones(2, dtype=np.float32)), is_differentiable(2j)
+    (True, True, True)
+    >>> is_differentiable(3), is_differentiable(np.arange(2)), is_differentiable([1.5])
+    (False, False, False)
+    """
     if isinstance(value, (float, complex)):
         return True
     dtype = getattr(value, "dtype", None)
@@ -106,7 +116,14 @@ _FLOAT64 = (float, np.float64)
 
 
 def unbroadcast(g, x):
-    """Sum `g` over the axes NumPy broadcast `x` along, and cast it to `x`'s float dtype."""
+    """Sum `g` over the axes NumPy broadcast `x` along, and cast it to `x`'s float dtype (the
+    real part for a real `x`).
+
+    >>> unbroadcast(np.ones((2, 3)), np.zeros((1, 3), dtype=np.float32))
+    array([[2., 2., 2.]], dtype=float32)
+    >>> unbroadcast(np.array([1 + 2j, 3 - 1j]), np.zeros(2)), unbroadcast(np.ones(3), 0.5)
+    (array([1., 3.]), np.float64(3.0))
+    """
     if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
         return g
     if type(x) in _FLOAT64 and type(g) in _FLOAT64:  # scalar loops: the common case, kept cheap
@@ -198,13 +215,21 @@ def unreduce(g, x, axis=None, keepdims=False):
 
 def from_sequence(x):
     """A list or tuple `x` as the array its items make, as a reduction reads it (`np.sum([a,
-    b])`); any other `x` as it is."""
+    b])`); any other `x` as it is.
+
+    >>> from_sequence([np.zeros(3), np.ones(3)]).shape, from_sequence(1.5)
+    ((2, 3), 1.5)
+    """
     return np.asarray(x) if type(x) is list or type(x) is tuple else x
 
 
 def as_sequence(cotangent, x):
     """The cotangent of a list or tuple `x` that a reduction read as the array it makes
-    (`np.sum([a, b])`): the same kind of sequence, one row per item; `cotangent` for others."""
+    (`np.sum([a, b])`): the same kind of sequence, one row per item; `cotangent` for others.
+
+    >>> as_sequence(np.array([[1.0, 2.0], [3.0, 4.0]]), (np.zeros(2), np.zeros(2)))
+    (array([1., 2.]), array([3., 4.]))
+    """
     if cotangent is not None and (type(x) is list or type(x) is tuple):
         return type(x)(list(cotangent))
     return cotangent
@@ -212,7 +237,13 @@ def as_sequence(cotangent, x):
 
 def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
     """Cotangent of `max`/`min`: to the chosen entries, shared equally between ties. A list or
-    tuple (`np.max(losses)`) is reduced as the array it makes, and gets that array's cotangent."""
+    tuple (`np.max(losses)`) is reduced as the array it makes, and gets that array's cotangent.
+
+    >>> x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 1.0]])
+    >>> unreduce_chosen(np.array([1.0, 1.0]), x, np.max(x, axis=1), axis=1)
+    array([[0. , 0.5, 0.5],
+           [1. , 0. , 0. ]])
+    """
     items, x = x, from_sequence(x)
     g, ans = spread(g, axis, keepdims), spread(ans, axis, keepdims)
     chosen = x == ans
@@ -221,7 +252,12 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
 
 
 def tie_weight(x, ans, other):
-    """Share of `maximum(x, other)`'s cotangent that goes to `x`: 1, 0, or 1/2 at ties."""
+    """Share of `maximum(x, other)`'s cotangent that goes to `x`: 1, 0, or 1/2 at ties.
+
+    >>> x, other = np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 1.0])
+    >>> tie_weight(x, np.maximum(x, other), other)
+    array([0. , 0.5, 1. ])
+    """
     return (x == ans) / (1.0 + (x == other))
 
 

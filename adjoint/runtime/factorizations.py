@@ -5,8 +5,9 @@ returns a cotangent in its operand's shape and dtype, or None for a non-float op
 A factorization's cotangent arrives as a tuple with one item per factor, None for a factor
 nothing flowed into; helpers skip the work of a missing factor. Complex matrices follow the
 JAX convention (`dL = Re(sum(a_bar * da))`): the holomorphic maps (inverse, solve,
-determinant) pull back through plain transposes, and the factorizations whose factors are
-fixed only up to a phase (eigh, svd, qr...) refuse complex input.
+determinant) pull back through plain transposes, as do general eigenvalues; the other
+factorizations, whose factors are fixed only up to a phase (eigh, svd, qr...), refuse complex
+input.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .pointwise import unbroadcast_float
 
 __all__ = [
     "inv_bar", "solve_rhs_bar", "solve_lhs_bar", "det_bar", "slogdet_bar", "cholesky_bar",
-    "eigh_bar", "svd_bar", "pinv_bar", "qr_bar", "lstsq_lhs_bar", "lstsq_rhs_bar", "matrix_power_bar",
+    "eigh_bar", "eig_bar", "svd_bar", "pinv_bar", "qr_bar", "lstsq_lhs_bar", "lstsq_rhs_bar", "matrix_power_bar",
 ]
 
 
@@ -189,6 +190,49 @@ def eigh_bar(g, a, ans, uplo="L"):
     if v_bar is not None:
         inner = inner + _gap_reciprocals(w) * (_t(v) @ v_bar)
     return unbroadcast_float(_reflected(v @ inner @ _t(v), uplo), a)
+
+
+# ---- general eigendecompositions ------------------------------------------------------------
+
+def eig_bar(g, a, ans):
+    """Cotangent of `a` in `(w, v) = eig(a)` (`g` its `(w_bar, v_bar)`), for a real or complex
+    square `a` with distinct eigenvalues (Giles 2008, "An extended collection of matrix
+    derivative results"):
+
+        inv(v).T @ (diag(w_bar) + F * (v.T @ v_bar')) @ v.T,  F_ij = 1 / (w_j - w_i) off the diagonal,
+
+    with `v_bar'` the eigenvectors' cotangent carried back through the multiple of each vector
+    that NumPy returns (see `_eigenvector_gauge_bar`). A real `a` gets the real part.
+
+    >>> a = np.array([[2.0, 1.0], [0.0, 1.0]])  # w = 2: left eigenvector (1, 1), right (1, 0)
+    >>> eig_bar((np.array([1.0, 0.0]), None), a, np.linalg.eig(a))
+    array([[1., 0.],
+           [1., 0.]])
+    """
+    w, v = ans
+    w_bar, v_bar = _part(g, 0), _part(g, 1)
+    inner = np.zeros(np.shape(v), dtype=np.result_type(v, np.complex64))
+    if w_bar is not None:
+        inner = inner + np.asarray(w_bar)[..., None, :] * np.eye(w.shape[-1])
+    if v_bar is not None:
+        inner = inner + _gap_reciprocals(w) * (_t(v) @ _eigenvector_gauge_bar(v, v_bar))
+    return unbroadcast_float(np.linalg.solve(_t(v), inner @ _t(v)), a)
+
+
+def _eigenvector_gauge_bar(v, v_bar):
+    """`v_bar` carried back to the tangent of an eigenvector that may move along itself, from
+    that of the multiple NumPy (LAPACK's geev) returns: of unit norm, which removes the
+    tangent's part `v Re(v^H dv)`, and with its entry of largest modulus real, which adds the
+    turn `i v phi` keeping that entry's tangent real. The phase is a convention: a loss
+    invariant to each vector's phase (`abs(v)`, `v[0] / v[1]`) has no slope along `i v`, so the
+    turn adds nothing to its gradient, which is then autograd's."""
+    v_bar = np.asarray(v_bar)
+    rows = np.arange(v.shape[-2])[:, None]
+    at_pivot = rows == np.argmax(np.abs(v), axis=-2)[..., None, :]  # geev's first largest entry
+    pivot = np.sum(np.where(at_pivot, v, 0), axis=-2, keepdims=True)
+    turn_slope = -np.imag(np.sum(v * v_bar, axis=-2, keepdims=True))  # the loss's slope along i v
+    turned = v_bar + np.where(at_pivot, 1j * turn_slope / pivot, 0)
+    return turned - np.conj(v) * np.real(np.sum(v * turned, axis=-2, keepdims=True))
 
 
 # ---- singular values and pseudo-inverses -----------------------------------------------------

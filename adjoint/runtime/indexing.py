@@ -43,6 +43,12 @@ def unpack_bar(parts, x):
     """Cotangent of `x` in `a, b = x`, from the cotangents of the parts (None for zero).
 
     Unpacking an array iterates its first axis, so the parts stack back into an array.
+
+    >>> unpack_bar([np.array([1.0, 2.0]), None], np.zeros((2, 2)))
+    array([[1., 2.],
+           [0., 0.]])
+    >>> unpack_bar([1.0, None], (0.5, 3))  # an int part has no cotangent
+    (1.0, None)
     """
     if is_struct(x):  # `enc, dec = model`: each part through the object's `__getitem__`
         buffer = _ObjectBuffer(x)

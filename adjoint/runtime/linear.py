@@ -24,7 +24,15 @@ def _as_matrices(g, a, b):
 
 
 def matmul_lhs_bar(g, a, b):
-    """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too."""
+    """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too.
+
+    >>> b = np.arange(12.0).reshape(3, 4)
+    >>> matmul_lhs_bar(np.ones((2, 4)), np.ones((2, 3)), b)
+    array([[ 6., 22., 38.],
+           [ 6., 22., 38.]])
+    >>> matmul_lhs_bar(np.ones(4), np.ones(3), b)  # a vector `a` gets a vector
+    array([ 6., 22., 38.])
+    """
     if not is_differentiable(a):
         return None
     if np.ndim(a) == 2 and np.ndim(b) == 2:
@@ -35,7 +43,13 @@ def matmul_lhs_bar(g, a, b):
 
 
 def matmul_rhs_bar(g, a, b):
-    """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too."""
+    """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too.
+
+    >>> matmul_rhs_bar(np.ones((2, 4)), np.arange(6.0).reshape(2, 3), np.ones((3, 4)))
+    array([[3., 3., 3., 3.],
+           [5., 5., 5., 5.],
+           [7., 7., 7., 7.]])
+    """
     if not is_differentiable(b):
         return None
     if np.ndim(a) == 2 and np.ndim(b) == 2:
@@ -49,14 +63,25 @@ def matmul_rhs_bar(g, a, b):
 # (its only axis if 1-D); a 0-d operand scales the other.
 
 def dot_lhs_bar(g, a, b):
-    """Cotangent of `a` in `np.dot(a, b)`, for every combination of dimensions."""
+    """Cotangent of `a` in `np.dot(a, b)`, for every combination of dimensions.
+
+    >>> dot_lhs_bar(np.ones(2), np.ones((2, 3)), np.array([1.0, 2.0, 3.0]))
+    array([[1., 2., 3.],
+           [1., 2., 3.]])
+    >>> dot_lhs_bar(np.ones(2), 3.0, np.array([1.0, 2.0]))  # a scalar `a` scales `b`
+    3.0
+    """
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return scaled_bar(g, a, b)
     return tensordot_lhs_bar(g, a, b, ([-1], [max(np.ndim(b) - 2, 0)]))
 
 
 def dot_rhs_bar(g, a, b):
-    """Cotangent of `b` in `np.dot(a, b)`, for every combination of dimensions."""
+    """Cotangent of `b` in `np.dot(a, b)`, for every combination of dimensions.
+
+    >>> dot_rhs_bar(np.ones(2), np.arange(6.0).reshape(2, 3), np.ones(3))
+    array([3., 5., 7.])
+    """
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return scaled_bar(g, b, a)
     return tensordot_rhs_bar(g, a, b, ([-1], [max(np.ndim(b) - 2, 0)]))
@@ -65,7 +90,11 @@ def dot_rhs_bar(g, a, b):
 # ---- shapes ----------------------------------------------------------------------------------
 
 def layout_order(a) -> str:
-    """The index order `np.reshape(a, ..., order="A")` reads `a` in."""
+    """The index order `np.reshape(a, ..., order="A")` reads `a` in.
+
+    >>> layout_order(np.ones((2, 3))), layout_order(np.ones((2, 3)).T)
+    ('C', 'F')
+    """
     return "F" if np.isfortran(a) else "C"
 
 
@@ -87,5 +116,9 @@ def unravel(g, a, order="C"):
 
 
 def untranspose(g, axes=None):
-    """Undo `np.transpose(x, axes)` on a cotangent."""
+    """Undo `np.transpose(x, axes)` on a cotangent.
+
+    >>> untranspose(np.ones((4, 2, 3)), axes=(2, 0, 1)).shape  # of an `x` of shape (2, 3, 4)
+    (2, 3, 4)
+    """
     return np.transpose(g) if axes is None else np.transpose(g, np.argsort(np.mod(axes, np.ndim(g))))

@@ -105,12 +105,24 @@ def _each_leaf(value, op):
 
 
 def tangent_type(g) -> type:
-    """The type of the object whose cotangent `g` (a `Tangent`) is."""
+    """The type of the object whose cotangent `g` (a `Tangent`) is.
+
+    >>> class Layer:
+    ...     pass
+    >>> tangent_type(Tangent(Layer, W=np.ones(2))) is Layer
+    True
+    """
     return object.__getattribute__(g, "_Tangent__type")
 
 
 def tangent_fields(g) -> dict:
-    """The fields of a `Tangent`, by name (the dict itself: do not update it)."""
+    """The fields of a `Tangent`, by name (the dict itself: do not update it).
+
+    >>> class Layer:
+    ...     pass
+    >>> tangent_fields(Tangent(Layer, W=np.ones(2), size=None))
+    {'W': array([1., 1.]), 'size': None}
+    """
     return object.__getattribute__(g, "_Tangent__fields")
 
 
@@ -122,13 +134,25 @@ _NOT_STRUCTS = (type, types.FunctionType, types.BuiltinFunctionType, types.Metho
 
 
 def is_namedtuple(value) -> bool:
-    """Whether `value` is a namedtuple (a tuple whose class has `_fields`)."""
+    """Whether `value` is a namedtuple (a tuple whose class has `_fields`).
+
+    >>> import collections
+    >>> is_namedtuple(collections.namedtuple("Point", "x y")(1.0, 2.0)), is_namedtuple((1.0, 2.0))
+    (True, False)
+    """
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
 def is_struct(value) -> bool:
     """Whether `value` is an object of the user's whose fields can carry gradients: a
-    dataclass, or an object of a Python class with a `__dict__` or `__slots__`."""
+    dataclass, or an object of a Python class with a `__dict__` or `__slots__`.
+
+    >>> class Layer:
+    ...     def __init__(self, W):
+    ...         self.W = W
+    >>> is_struct(Layer(np.ones(2))), is_struct(np.ones(2)), is_struct({"W": 1.0})
+    (True, False, False)
+    """
     if isinstance(value, _NOT_STRUCTS) or type(value).__module__.split(".")[0] in ("builtins", "numpy"):
         return False
     return dataclasses.is_dataclass(value) or hasattr(value, "__dict__") or bool(_slot_names(type(value)))

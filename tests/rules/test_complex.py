@@ -80,6 +80,14 @@ def test_complex128_from_two_parts_matches_finite_differences():
     check_rrule(np.complex128, 0.5, -1.5)
 
 
+def test_conversions_of_single_precision_inputs_give_single_precision_cotangents(rng):
+    check_rrule(complex, np.float32(1.5), np.float32(-0.5))
+    _, back = lookup(complex).rrule(np.float32(1.5), np.float32(-0.5))
+    assert all(type(part) is np.float32 for part in back(1 + 2j))
+    for domain in DOMAINS:
+        check_rrule(np.complex128, sample(rng, domain, (3,), np.float32))  # checks the cotangent's dtype
+
+
 def test_complex64_conversion_rule_matches_finite_differences(rng):
     # The conversion rounds to single precision: a step far above that rounding measures the slope.
     check_rrule(np.complex64, sample(rng, "real", (3,), np.float32), eps=1e-1)

@@ -45,8 +45,9 @@ def test_setitem_rule_on_a_list_and_a_dict():
     assert back({"a": 3.0}) == ({"a": 0.0}, None, 3.0)
 
 
-def test_append_rule_matches_finite_differences(rng):
-    check_rrule(adj.append, [1.0, rng.normal(size=2)], rng.normal(size=3))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_append_rule_matches_finite_differences(rng, dtype):
+    check_rrule(adj.append, [1.0, rng.normal(size=2).astype(dtype)], rng.normal(size=3).astype(dtype))
 
 
 def test_append_rule_gives_the_list_its_part_of_the_cotangent():

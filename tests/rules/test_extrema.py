@@ -367,6 +367,10 @@ def clip_with_keywords(x, high):
     return np.sum(np.clip(x, a_min=-0.5, a_max=high) ** 2)
 
 
+def clip_with_keyword_only_bound(x, high):
+    return np.sum(np.clip(x, max=high) ** 2)
+
+
 def clip_method(x, low):
     return np.sum(x.clip(low, 0.5) * x)
 
@@ -385,10 +389,16 @@ def test_clip_method_bound_through_compiler():
     check_grad(clip_method, X_FOR_CLIP, -0.5)
 
 
-def test_clip_differentiable_keyword_bound_is_refused():
-    # Keywords are never differentiated: the compiler says so rather than drop the gradient.
-    with pytest.raises(adjoint.AdjointError, match="a_max="):
-        adjoint.grad(clip_with_keywords, wrt=(0, 1))(X_FOR_CLIP, 0.5)
+def test_clip_bound_passed_by_keyword_gets_its_gradient():
+    # `a_max=` is also NumPy's third position: the compiler moves it there and differentiates it.
+    check_grad(clip_with_keywords, X_FOR_CLIP, 0.5)
+
+
+def test_clip_keyword_only_bound_is_refused():
+    # `max=` has no position: keywords are never differentiated, and the compiler says so
+    # rather than drop the gradient.
+    with pytest.raises(adjoint.AdjointError, match="max="):
+        adjoint.grad(clip_with_keyword_only_bound, wrt=(0, 1))(X_FOR_CLIP, 0.5)
 
 
 # ---- nan_to_num: the cotangent passes where x is finite -----------------------------------------------

@@ -141,6 +141,13 @@ def test_two_dimensional_transform_of_complex_input_matches_finite_differences(r
     check_rrule(primitive, sample(rng, "complex", (3, 4, 5), dtype), s=s, axes=axes, norm=norm)
 
 
+@pytest.mark.parametrize("s, axes", [(None, None), ((2, 7), (0, 2))], ids=str)
+@pytest.mark.parametrize("primitive", [fft.fftn, fft.ifftn, fft.rfftn, fft.irfftn], ids=value_id)
+def test_n_dimensional_transform_in_float32_matches_finite_differences(rng, primitive, s, axes):
+    domain = "complex" if primitive is fft.irfftn else "real"
+    check_rrule(primitive, sample(rng, domain, (3, 4, 5), np.float32), s=s, axes=axes, norm="ortho")
+
+
 @pytest.mark.parametrize("primitive", [fft.fftn, fft.rfftn, fft.irfftn], ids=value_id)
 def test_sizes_without_axes_transform_the_last_axes(rng, primitive):
     x = sample(rng, "complex" if primitive is fft.irfftn else "real", (3, 4, 5))

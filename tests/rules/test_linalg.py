@@ -59,9 +59,10 @@ def test_dot_rule(rng, shape_a, shape_b, domain, dtype):
     check_rrule(np.dot, *operands(rng, domain, dtype, shape_a, shape_b))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape_a, shape_b", [((2, 3), (3, 4)), ((3,), (3,)), ((2, 3, 4), (4,))])
-def test_dot_method_rule(rng, shape_a, shape_b):
-    check_rrule(np.ndarray.dot, *operands(rng, "real", np.float64, shape_a, shape_b))
+def test_dot_method_rule(rng, shape_a, shape_b, dtype):
+    check_rrule(np.ndarray.dot, *operands(rng, "real", dtype, shape_a, shape_b))
 
 
 # ---- vector products ------------------------------------------------------------------------------
@@ -171,9 +172,10 @@ def test_cross_rule_on_2_vectors(rng, shape_a, shape_b, keywords):
         check_rrule(np.cross, *operands(rng, "real", np.float64, shape_a, shape_b), **keywords)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape_a, shape_b, axis", [((3,), (3,), -1), ((4, 3), (3,), -1), ((3, 2), (3, 2), 0)])
-def test_linalg_cross_rule(rng, shape_a, shape_b, axis):
-    check_rrule(np.linalg.cross, *operands(rng, "real", np.float64, shape_a, shape_b), axis=axis)
+def test_linalg_cross_rule(rng, shape_a, shape_b, axis, dtype):
+    check_rrule(np.linalg.cross, *operands(rng, "real", dtype, shape_a, shape_b), axis=axis)
 
 
 def test_linalg_outer_rule(rng):
@@ -201,8 +203,9 @@ def test_tensordot_rule(rng, shape_a, shape_b, axes, domain, dtype):
 
 
 @pytest.mark.parametrize("shape_a, shape_b, axes", TENSORDOT_CASES[:4], ids=[case_id(*c) for c in TENSORDOT_CASES[:4]])
-def test_linalg_tensordot_rule(rng, shape_a, shape_b, axes):
-    check_rrule(np.linalg.tensordot, *operands(rng, "real", np.float64, shape_a, shape_b), axes=axes)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linalg_tensordot_rule(rng, shape_a, shape_b, axes, dtype):
+    check_rrule(np.linalg.tensordot, *operands(rng, "real", dtype, shape_a, shape_b), axes=axes)
 
 
 def test_tensordot_axes_given_positionally(rng):

@@ -34,11 +34,12 @@ def test_scan_of_a_python_float(rng, primitive):
     check_rrule(primitive, sample(rng, "real", None))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("include_initial", [False, True])
 @pytest.mark.parametrize("shape, axis", [((3,), None), ((3,), 0), ((2, 3), 1), ((2, 3), -2), ((1, 3), 0)])
 @pytest.mark.parametrize("primitive", ARRAY_API_SCANS, ids=name)
-def test_array_api_scan_rule(rng, primitive, shape, axis, include_initial):
-    check_rrule(primitive, rng.normal(size=shape), axis=axis, include_initial=include_initial)
+def test_array_api_scan_rule(rng, primitive, shape, axis, include_initial, dtype):
+    check_rrule(primitive, sample(rng, "real", shape, dtype), axis=axis, include_initial=include_initial)
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1])

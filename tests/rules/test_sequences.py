@@ -38,9 +38,10 @@ def assert_adjoint(primitive, args, directions, rng):
     assert inner(back(g), directions) == pytest.approx(inner(g, primitive(*directions)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("primitive", [builtins.list, builtins.tuple])
-def test_list_and_tuple_of_an_array_match_finite_differences(rng, primitive):
-    check_rrule(primitive, rng.normal(size=(3, 2)))
+def test_list_and_tuple_of_an_array_match_finite_differences(rng, primitive, dtype):
+    check_rrule(primitive, rng.normal(size=(3, 2)).astype(dtype))
 
 
 @pytest.mark.parametrize("primitive", [builtins.list, builtins.tuple])
@@ -67,21 +68,42 @@ def test_array_of_a_list_of_arrays_matches_finite_differences(rng, primitive):
     check_rrule(primitive, rng.normal(size=(2, 3)))
 
 
+@pytest.mark.parametrize("primitive", [np.array, np.asarray])
+def test_array_of_float32_items_and_arrays_keeps_their_precision(rng, primitive):
+    check_rrule(primitive, rng.normal(size=(2, 3)).astype(np.float32))
+    check_rrule(primitive, rng.normal(size=(2, 3)).astype(np.float32), dtype=np.float64)
+    rows = [rng.normal(size=3).astype(np.float32), np.float32(0.5) * np.ones(3, dtype=np.float32)]
+    _, back = lookup(primitive).rrule(rows)
+    (rows_bar, _) = back(np.ones((2, 3)))
+    assert all(row.dtype == np.float32 for row in rows_bar)
+
+
 @pytest.mark.parametrize("kind", [np.float64, np.float32])
 def test_float_conversions(kind):
     check_rrule(kind, 0.7, rtol=1e-3 if kind is np.float32 else None)
     check_rrule(kind, np.float64(0.3), rtol=1e-3 if kind is np.float32 else None)
+    # a linear map: any step is exact, and a float32 result needs a large one
+    check_rrule(kind, np.float32(0.3), eps=0.1)
+    check_rrule(kind, np.array([0.3, -1.2], dtype=np.float32), eps=0.1)
+
+
+# float16 keeps about 3 digits: a step of 0.05 measures the slope to within 1%.
+@pytest.mark.parametrize("x", [0.7, np.float64(-0.4), np.float32(0.7), np.array([0.7, -1.2], dtype=np.float32)],
+                         ids=["float", "float64", "float32", "float32-array"])
+def test_float16_conversion_matches_finite_differences(x):
+    check_rrule(np.float16, x, eps=0.05, rtol=1e-2)
 
 
 def test_float16_conversion_casts_the_gradient_back():
     value, back = lookup(np.float16).rrule(np.float64(0.5))
     assert type(value) is np.float16
     (x_bar,) = back(np.float16(2.0))
-    assert x_bar == 2.0
+    assert x_bar == 2.0 and type(x_bar) is np.float64
 
 
 def test_item_of_an_array_and_of_a_scalar():
     check_rrule(np.ndarray.item, np.array([[0.4]]))
+    check_rrule(np.ndarray.item, np.array([0.1, 0.2, 0.3], dtype=np.float32), 2)
     check_rrule(np.ndarray.item, np.array([0.1, 0.2, 0.3]), 1)
     check_rrule(np.ndarray.item, np.array([[0.1, 0.2], [0.3, 0.4]]), 1, 0)
     check_rrule(np.ndarray.item, np.array([[0.1, 0.2], [0.3, 0.4]]), (1, 0))  # one tuple index
