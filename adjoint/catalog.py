@@ -159,7 +159,9 @@ def _call(name, rule) -> str:
         parameters = parameters[1:]  # the array is the receiver
         if isinstance(inspect.getattr_static(np.ndarray, name[2:]), (property, type(np.ndarray.T))):
             return name  # an attribute (`x.T`)
-    shown = str(signature.replace(parameters=parameters)).replace(", /", "")  # elementwise inputs
+    shown = str(signature.replace(parameters=parameters))
+    if rule.partials is not None:
+        shown = shown.replace(", /", "")  # an elementwise rule's inputs: positional only, as ufuncs
     return f"{name}{shown}"
 
 

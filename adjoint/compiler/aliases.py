@@ -26,7 +26,8 @@ _VIEWS = {id(f) for f in (np.reshape, np.transpose, np.ravel, np.squeeze, np.exp
                           np.moveaxis, np.broadcast_to, np.asarray, np.asanyarray, np.diagonal,
                           np.real, np.imag, np.ndarray.T, np.ndarray.real, np.ndarray.imag, np.atleast_1d,
                           np.atleast_2d, np.atleast_3d, np.flip, np.fliplr, np.flipud, np.rot90, np.split,
-                          np.array_split, np.hsplit, np.vsplit, np.dsplit)}
+                          np.array_split, np.hsplit, np.vsplit, np.dsplit, np.rollaxis,
+                          np.real_if_close, np.diff)}  # the last two may return their input itself
 _FRESH_MODULES = {"numpy", "math", "builtins", "operator", "_operator"}
 # Built-ins that return one of their arguments, or a new container holding their items.
 _SHARING = {id(f) for f in (max, min, list, tuple, sorted, dict, iter, next, reversed)}

@@ -1,15 +1,22 @@
 """Python's `math` module and `float()`: scalar rules that stay `math` in the pullback.
 
-`math.pow` shares the partials of `**`, which handle a zero base or exponent with NumPy.
+The partials of NumPy's functions that are plain arithmetic (`np.log10`'s, `**`'s) serve
+`math`'s namesakes too; `math.pow` shares those of `**`, which handle a zero base or exponent.
+Where a formula would divide 0 by 0 at a point where the function is finite (`fabs`, `hypot`
+and `dist` at 0), the slope is 0 there, as for NumPy's. `math.prod`, `math.fsum` and
+`math.dist` take sequences of floats, whose cotangents are sequences of the same type.
 """
 
 import builtins
 import math
 
+import numpy as np
+
 from .. import runtime as adj
 from ..registry import elementwise, non_differentiable, rrule
-from .elementwise import d_power
+from .elementwise import d_cbrt, d_exp2, d_expm1, d_ldexp, d_log1p, d_log2, d_log10, d_nextafter, d_power
 
+# ---- trigonometric and hyperbolic --------------------------------------------------------------
 
 @elementwise(math.sin)
 def d_sin(ans, x):
@@ -24,26 +31,6 @@ def d_cos(ans, x):
 @elementwise(math.tan)
 def d_tan(ans, x):
     return 1 + ans ** 2
-
-
-@elementwise(math.exp)
-def d_exp(ans, x):
-    return ans
-
-
-@elementwise(math.log)
-def d_log(ans, x):
-    return 1 / x
-
-
-@elementwise(math.sqrt)
-def d_sqrt(ans, x):
-    return 0.5 / ans
-
-
-@elementwise(math.tanh)
-def d_tanh(ans, x):
-    return 1 - ans ** 2
 
 
 @elementwise(math.atan)
@@ -61,16 +48,6 @@ def d_acos(ans, x):
     return -1 / math.sqrt(1 - x * x)
 
 
-@elementwise(math.sinh)
-def d_sinh(ans, x):
-    return math.cosh(x)
-
-
-@elementwise(math.cosh)
-def d_cosh(ans, x):
-    return math.sinh(x)
-
-
 @elementwise(math.atan2)
 def d_atan2(ans, y, x):
     return x / (x * x + y * y), -y / (x * x + y * y)
@@ -82,9 +59,156 @@ def d_hypot(ans, x, y):
     return x / ans if ans else 0.0, y / ans if ans else 0.0
 
 
-# `math.pow(a, b)` is `a ** b` for floats.
-elementwise(math.pow)(d_power)
+@elementwise(math.sinh)
+def d_sinh(ans, x):
+    return math.cosh(x)
 
+
+@elementwise(math.cosh)
+def d_cosh(ans, x):
+    return math.sinh(x)
+
+
+@elementwise(math.tanh)
+def d_tanh(ans, x):
+    return 1 - ans ** 2
+
+
+@elementwise(math.asinh)
+def d_asinh(ans, x):
+    return 1 / math.sqrt(x * x + 1)
+
+
+@elementwise(math.acosh)
+def d_acosh(ans, x):
+    return 1 / math.sqrt(x * x - 1)
+
+
+@elementwise(math.atanh)
+def d_atanh(ans, x):
+    return 1 / (1 - x * x)
+
+
+@elementwise(math.degrees)
+def d_degrees(ans, x):
+    return 180 / math.pi
+
+
+@elementwise(math.radians)
+def d_radians(ans, x):
+    return math.pi / 180
+
+
+# ---- exponentials, logarithms, powers ------------------------------------------------------------
+# `math.exp2` and `math.cbrt` are new in Python 3.11, the oldest adjoint supports.
+
+@elementwise(math.exp)
+def d_exp(ans, x):
+    return ans
+
+
+@elementwise(math.log)
+def d_log(ans, x):
+    return 1 / x
+
+
+@elementwise(math.sqrt)
+def d_sqrt(ans, x):
+    return 0.5 / ans
+
+
+elementwise(math.expm1)(d_expm1)
+elementwise(math.exp2)(d_exp2)
+elementwise(math.log2)(d_log2)
+elementwise(math.log10)(d_log10)
+elementwise(math.log1p)(d_log1p)
+elementwise(math.cbrt)(d_cbrt)
+elementwise(math.pow)(d_power)  # `math.pow(a, b)` is `a ** b` for floats
+elementwise(math.ldexp)(d_ldexp)  # a * 2 ** i, for an integer i
+
+
+# ---- magnitude, sign and remainders --------------------------------------------------------------
+
+# |x| / x, the sign of x; 0 at 0, like abs.
+@elementwise(math.fabs)
+def d_fabs(ans, x):
+    return ans / x if x else 0.0
+
+
+# |x| with y's sign: ans / x is +-1 (0 at x = 0, like fabs); y only flips the sign.
+@elementwise(math.copysign)
+def d_copysign(ans, x, y):
+    return ans / x if x else 0.0, 0.0
+
+
+# The neighbouring float of a towards b: a itself, to within one unit in the last place.
+elementwise(math.nextafter)(d_nextafter)
+
+
+# `fmod(a, b) = a - b trunc(a / b)` and `remainder(a, b) = a - b round(a / b)`: the quotient q
+# is locally constant, so d/db = -q = (ans - a) / b (a form that, unlike `math.trunc`, also
+# takes NumPy's scalars and NaN).
+@elementwise(math.fmod, math.remainder)
+def d_fmod(ans, a, b):
+    return 1.0, (ans - a) / b
+
+
+# ---- special functions ---------------------------------------------------------------------------
+
+@elementwise(math.erf)
+def d_erf(ans, x):
+    return 2 / math.sqrt(math.pi) * math.exp(-x * x)
+
+
+@elementwise(math.erfc)
+def d_erfc(ans, x):
+    return -2 / math.sqrt(math.pi) * math.exp(-x * x)
+
+
+# d/dx log|gamma(x)| is the digamma function, which `math` lacks.
+@elementwise(math.lgamma)
+def d_lgamma(ans, x):
+    return adj.digamma(x)
+
+
+@elementwise(math.gamma)
+def d_gamma(ans, x):
+    return ans * adj.digamma(x)
+
+
+# ---- sums, products and distances of sequences ---------------------------------------------------
+
+# Each float gets the product of the others (and `start`), exact where some are 0; a sequence
+# of arrays multiplies them entrywise.
+@rrule(math.prod, sequences=True)
+def prod_rrule(iterable, *, start=1):
+    def prod_pullback(g):
+        return (adj.prod_bar(g * start, iterable, axis=0),)
+
+    return math.prod(iterable, start=start), prod_pullback
+
+
+@rrule(math.fsum, sequences=True)
+def fsum_rrule(seq):
+    def fsum_pullback(g):
+        return (adj.unreduce(g, seq),)
+
+    return math.fsum(seq), fsum_pullback
+
+
+# The unit vector from q to p, and the zero subgradient where the points coincide.
+@rrule(math.dist, sequences=True)
+def dist_rrule(p, q):
+    ans = math.dist(p, q)
+
+    def dist_pullback(g):
+        direction = adj.divide_or_zero(np.subtract(p, q), ans)
+        return adj.cotangent_like(g * direction, p), adj.cotangent_like(-g * direction, q)
+
+    return ans, dist_pullback
+
+
+# ---- conversion -----------------------------------------------------------------------------------
 
 @rrule(builtins.float)
 def float_rrule(x):
@@ -94,4 +218,9 @@ def float_rrule(x):
     return float(x), float_pullback
 
 
-non_differentiable(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite)
+# ---- piecewise constant, integer-valued or boolean: no gradient ----------------------------------
+
+non_differentiable(
+    math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite, math.isclose, math.ulp,
+    math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt,
+)

@@ -1,4 +1,5 @@
-"""Selecting entries: diagonals, triangles, take, take_along_axis, sort, select, compress.
+"""Selecting entries: diagonals, triangles, take, take_along_axis, sort, partition, select,
+compress, real_if_close.
 
 A selection's pullback puts each entry of the cotangent back where the entry was selected
 from, zeros elsewhere (`adj.untake` and its kin); an entry selected several times gets the sum.
@@ -107,6 +108,18 @@ def sort_rrule(a, axis=-1, kind=None, *, stable=None):
     return np.take_along_axis(a, perm, axis), sort_pullback
 
 
+# Partitioning permutes too, but the permutation of `np.argpartition` need not be the one
+# `np.partition` made: `adj.unpartition` matches entries to slots by rank.
+@rrule(np.partition)
+def partition_rrule(a, kth, axis=-1, kind="introselect"):
+    ans = np.partition(a, kth, axis, kind)
+
+    def partition_pullback(g):
+        return adj.unpartition(g, a, ans, axis), None
+
+    return ans, partition_pullback
+
+
 # Each entry comes from the choice whose condition is the first true one, or from `default`.
 @rrule(np.select, sequences=True)
 def select_rrule(condlist, choicelist, default=0):
@@ -114,6 +127,18 @@ def select_rrule(condlist, choicelist, default=0):
         return None, adj.unselect(g, condlist, choicelist), adj.unselect_default(g, condlist, default)
 
     return np.select(condlist, choicelist, default), select_pullback
+
+
+# ---- dropping imaginary parts -----------------------------------------------------------------
+
+# A complex `a` whose imaginary parts are all within `tol` becomes its real part: dL = g Re(da)
+# = Re(g da), so `a`'s cotangent is `g`, as a complex array. Otherwise `a` is returned as it is.
+@rrule(np.real_if_close)
+def real_if_close_rrule(a, tol=100):
+    def real_if_close_pullback(g):
+        return (adj.cotangent_like(g, a),)
+
+    return np.real_if_close(a, tol), real_if_close_pullback
 
 
 # ---- finding indices and counting: no gradient ------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import runtime as adj
 from ..registry import non_differentiable, rrule
+from . import methods
 
 
 # ---- permuting axes -------------------------------------------------------------------------------
@@ -48,6 +49,15 @@ def moveaxis_rrule(a, source, destination):
         return (np.moveaxis(g, destination, source),)
 
     return np.moveaxis(a, source, destination), moveaxis_pullback
+
+
+# `np.rollaxis(a, axis, start)` moves the axis to just before `start`: a `moveaxis`.
+@rrule(np.rollaxis)
+def rollaxis_rrule(a, axis, start=0):
+    def rollaxis_pullback(g):
+        return (np.moveaxis(g, adj.rollaxis_destination(np.ndim(a), axis, start), axis),)
+
+    return np.rollaxis(a, axis, start), rollaxis_pullback
 
 
 @rrule(np.swapaxes, np.ndarray.swapaxes)
@@ -115,6 +125,14 @@ def atleast_3d_rrule(*arys):
         return adj.atleast_bar(g, arys)
 
     return np.atleast_3d(*arys), atleast_3d_pullback
+
+
+# ---- casting ------------------------------------------------------------------------------------
+
+# `np.astype(x, dtype)` is `x.astype(dtype)`, whose rule casts the cotangent back.
+@rrule(np.astype)
+def astype_rrule(x, dtype, /, *, copy=True):
+    return methods.astype_rrule(x, dtype, copy=copy)
 
 
 # ---- broadcasting: an entry read several times gets the sum of their cotangents -------------

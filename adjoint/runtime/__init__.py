@@ -18,11 +18,14 @@ way into another function's pullback, is here, with the hook it reaches the comp
 
 The rules of each NumPy family (`adjoint.rules`) have their helpers in a module of their own:
 
-- `pointwise`: quotients that are 0 where the divisor is, `sinc`'s slope, float-only cotangents;
+- `pointwise`: quotients that are 0 where the divisor is, `sinc`'s slope, `digamma`, float-only
+  cotangents;
 - `reducing`: reductions, scans, averages and norms, spread back over the reduced axes;
-- `shaping`: undoing the shape functions that one inverse call does not undo;
+- `shaping`: undoing the shape functions that one inverse call does not undo, the transposed
+  differences of `np.diff` and `np.gradient`, and `np.linspace`'s fractions;
 - `assembly`: joins cut back into their items, and copies of entries summed back (`np.pad`);
-- `gathering`: selections (`np.take`, diagonals, `np.select`) scattered back where they read;
+- `gathering`: selections (`np.take`, diagonals, `np.select`, `np.partition`) scattered back
+  where they read;
 - `contraction`: each operand's cotangent in products (`tensordot`, `einsum`, `kron`...);
 - `factorizations`: inverses, determinants and decompositions (`svd`, `eigh`, `qr`...);
 - `spectral`: FFTs' cotangents, padded, cropped or folded back to their input.

@@ -17,7 +17,7 @@ from .assembly import copies_bar, entry_labels
 from .cotangents import cotangent_like, is_differentiable
 from .pointwise import unbroadcast_float
 
-__all__ = ["undiagonal", "diag_bar", "untake", "untake_along_axis", "unselect", "unselect_default"]
+__all__ = ["undiagonal", "diag_bar", "untake", "untake_along_axis", "unpartition", "unselect", "unselect_default"]
 
 
 def undiagonal(g, a, offset=0, axis1=0, axis2=1):
@@ -72,6 +72,28 @@ def untake_along_axis(g, arr, indices, axis=-1):
     array([[0., 0., 3.]])
     """
     return copies_bar(g, arr, np.take_along_axis(entry_labels(arr), indices, axis))
+
+
+def unpartition(g, a, ans, axis=-1):
+    """Undo `ans = np.partition(a, kth, axis)` on a cotangent: each entry of `g` goes to the
+    entry of `a` that its slot holds (`axis=None` partitions `a` flattened).
+
+    A partition permutes each lane, so ranks say which entry went where: the k-th smallest
+    entry of `ans`'s lane is the k-th smallest of `a`'s. (`np.argpartition` cannot say: it may
+    order the entries between the kth ones differently from `np.partition`.) Tied entries are
+    equal, so it does not matter which of their slots each is matched with: each gets one
+    slot's cotangent, as in `np.sort`'s rule.
+
+    >>> unpartition(np.array([10.0, 20.0, 30.0]), np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]))
+    array([30., 10., 20.])
+    """
+    if not is_differentiable(a):
+        return None
+    lanes, axis = (np.ravel(a), -1) if axis is None else (np.asarray(a), axis)
+    a_bar = np.empty(lanes.shape, dtype=np.result_type(g))
+    ranked = np.take_along_axis(g, np.argsort(ans, axis=axis), axis)
+    np.put_along_axis(a_bar, np.argsort(lanes, axis=axis), ranked, axis)
+    return cotangent_like(a_bar, a)
 
 
 def _first_true(condlist):

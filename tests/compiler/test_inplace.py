@@ -391,3 +391,21 @@ def unused_view_of_a_parameter(x):
 
 def test_an_unused_view_is_not_taken_for_an_effect():
     np.testing.assert_allclose(adjoint.grad(unused_view_of_a_parameter)(np.ones(3)), [2.0, 2.0, 2.0])
+
+
+def update_through_rollaxis(x):
+    y = np.rollaxis(x, 1)
+    y[0] = 0.0  # writes into `x` too: a view
+    return np.sum(x * y)
+
+
+def update_through_real_if_close(x):
+    y = np.real_if_close(x)  # `x` itself for a real array
+    y[0] = 0.0
+    return np.sum(x * y)
+
+
+@pytest.mark.parametrize("f", [update_through_rollaxis, update_through_real_if_close])
+def test_an_update_through_a_view_made_by_a_new_rule_is_refused(f):
+    with pytest.raises(TransformError, match="view|another name|held elsewhere"):
+        adjoint.grad(f)(np.ones((2, 2)))

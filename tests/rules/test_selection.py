@@ -1,5 +1,6 @@
 """Rules of adjoint/rules/selection.py (diagonals, triangles, take, take_along_axis, compress,
-extract, sort, select), and the index-finding functions that carry no gradient."""
+extract, sort, select, real_if_close; partition in test_partition.py), and the index-finding
+functions that carry no gradient."""
 
 import numpy as np
 import pytest
@@ -90,9 +91,9 @@ SELECT_CASES = [  # (condlist, choicelist, default): each choice a shape, a Pyth
     pytest.param(2, ((2, 3), "int"), "int", id="int-choice-int-default"),
 ]
 
-RRULE_PRIMITIVES = list(
-    {id(p): p for p in [s[0] for s in SELECTIONS] + [c[0] for c in CONDITIONED] + [np.select]}.values()
-)
+RRULE_PRIMITIVES = list({
+    id(p): p for p in [s[0] for s in SELECTIONS] + [c[0] for c in CONDITIONED] + [np.select, np.real_if_close]
+}.values())
 
 
 def _domain(primitive):
@@ -296,3 +297,48 @@ def test_keywords_out_of_scope_are_refused():
         adjoint.grad(sort_by_field)(np.ones(3))
     with pytest.raises(adjoint.AdjointError, match="out="):
         adjoint.grad(take_into_buffer)(np.ones(3))
+
+
+# ---- np.real_if_close ------------------------------------------------------------------------------
+
+REAL_IF_CLOSE = [  # (domain, shape, dtype, imaginary part added, keyword arguments)
+    pytest.param("real", None, np.float64, 0.0, {}, id="python-float"),
+    pytest.param("real", (2, 3), np.float64, 0.0, {}, id="real-(2,3)"),
+    pytest.param("real", (3,), np.float32, 0.0, {"tol": 1000}, id="real-(3,)-float32"),
+    pytest.param("real", (2, 3), np.float64, 1e-17, {}, id="nearly-real-(2,3)"),
+    pytest.param("real", (3,), np.float32, 1e-9, {}, id="nearly-real-(3,)-complex64"),
+    pytest.param("complex", (2, 3), np.float64, 0.0, {}, id="complex-(2,3)"),
+    pytest.param("complex", (), np.float32, 0.0, {"tol": 1e6}, id="complex-()-complex64"),
+]
+
+
+@pytest.mark.parametrize("domain, shape, dtype, imaginary, kwargs", REAL_IF_CLOSE)
+def test_real_if_close_rule_matches_finite_differences(rng, domain, shape, dtype, imaginary, kwargs):
+    z = sample(rng, domain, shape, dtype)
+    if imaginary:
+        z = (z + 1j * imaginary).astype(np.complex64 if dtype is np.float32 else np.complex128)
+    check_rrule(np.real_if_close, z, **kwargs)
+
+
+def test_real_if_close_gives_a_complex_input_the_real_cotangent():
+    z = np.array([1.5 + 1e-17j, -0.5])
+    value, back = lookup(np.real_if_close).rrule(z)
+    (z_bar,) = back(np.array([2.0, 3.0]))
+    assert value.dtype == np.float64 and z_bar.dtype == np.complex128
+    np.testing.assert_array_equal(z_bar, [2.0, 3.0])
+
+
+def test_real_if_close_of_integers_has_no_cotangent():
+    assert lookup(np.real_if_close).rrule(np.arange(3))[1](np.ones(3)) == (None,)
+
+
+def test_real_if_close_is_inlinable():
+    assert inline.plan_for(lookup(np.real_if_close)) is not None
+
+
+def real_part_of_round_trip(x):
+    return np.sum(np.real_if_close(np.fft.ifft(np.fft.fft(x))) * W[:, :2]) + np.sum(np.real_if_close(x) ** 2)
+
+
+def test_real_if_close_through_compiler(rng):
+    check_grad(real_part_of_round_trip, rng.normal(size=(2, 2)))

@@ -244,6 +244,12 @@ MOVES = [
     (np.rot90, [(2, 3)], (2,), {}),
     (np.rot90, [(2, 3)], (), {"k": -1}),
     (np.rot90, [(2, 3, 4)], (3,), {"axes": (2, 1)}),
+    (np.rollaxis, [(3,)], (0,), {}),
+    (np.rollaxis, [(2, 3), (1, 3)], (1,), {}),
+    (np.rollaxis, [(2, 3, 4)], (2, 1), {}),
+    (np.rollaxis, [(2, 3, 4)], (0, 3), {}),
+    (np.rollaxis, [(2, 3, 4)], (-1,), {"start": -2}),
+    (np.rollaxis, [(2, 3, 4)], (1, 1), {}),  # in place already: the same array
 ]
 
 MOVE_CASES = [
@@ -278,7 +284,9 @@ def test_atleast_of_several_arrays_gives_none_to_an_integer_one_and_an_unused_on
 
 
 # Rules in the inlinable shape are stitched into generated code (see adjoint.compiler.inline).
-INLINED = [np.moveaxis, np.swapaxes, np.expand_dims, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll]
+INLINED = [
+    np.moveaxis, np.swapaxes, np.expand_dims, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.roll, np.rollaxis,
+]
 
 
 @pytest.mark.parametrize("primitive", INLINED, ids=lambda p: p.__name__)
@@ -328,6 +336,10 @@ def roll_shift_and_axis(x):
     return np.sum(np.roll(x, 2, axis=1) * np.arange(6.0).reshape(2, 3)) + np.sum(np.roll(x, -1) * x)
 
 
+def rollaxis_then_weight(x):
+    return np.sum(np.rollaxis(x, 2, 0) * np.transpose(W234, (2, 0, 1))) + np.sum(np.rollaxis(x, 0, start=3) ** 2)
+
+
 def rot90_k_and_axes(x):
     return np.sum(np.rot90(x, 3, axes=(1, 0)) * np.arange(6.0).reshape(3, 2)) + np.sum(np.rot90(x) ** 3)
 
@@ -343,6 +355,8 @@ MOVE_GRAD_CASES = [
     pytest.param(flip_all_and_lr_ud, (2, 3), np.float64, id="flip-fliplr-flipud"),
     pytest.param(roll_shift_and_axis, (2, 3), np.float64, id="roll"),
     pytest.param(rot90_k_and_axes, (2, 3), np.float64, id="rot90"),
+    pytest.param(rollaxis_then_weight, (2, 3, 4), np.float64, id="rollaxis"),
+    pytest.param(rollaxis_then_weight, (2, 3, 4), np.float32, id="rollaxis-float32"),
 ]
 
 
