@@ -54,11 +54,15 @@ def test_eig_rules_for_real_and_complex_stacks(rng, primitive, kind, shape, dtyp
     check_rrule(primitive, with_eigenvalues(rng, kind, shape, dtype))
 
 
+# At a random matrix, which sign or phase LAPACK gives an eigenvector may flip between `a + eps u`
+# and `a - eps u` (it differs between NumPy's builds), so only what does not depend on it is checked.
 @pytest.mark.parametrize("seed", range(5))
 def test_eig_rule_at_random_matrices(seed):
     rng = np.random.default_rng(seed)
-    check_rrule(np.linalg.eig, rng.normal(size=(4, 4)))
-    check_rrule(np.linalg.eig, rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4)))
+    for a in (rng.normal(size=(4, 4)), rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))):
+        check_rrule(np.linalg.eigvals, a)
+        check_grad(weighted_vector_moduli, a[:3, :3])
+        check_grad(vector_ratio, a[:3, :3])
 
 
 def test_integer_matrices_get_no_cotangent():
