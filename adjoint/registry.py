@@ -80,6 +80,46 @@ class Rule:
 
     _refusals: dict = dataclasses.field(default_factory=dict, repr=False)
 
+    def movable_keywords(self, positional: int, wanted, given) -> list[str]:
+        """The parameters to pass by position so that the keyword arguments `wanted` can carry
+        gradients (rules differentiate positional arguments only): from position `positional`
+        up to the last of `wanted`, in order. Empty unless the rule and the primitive both take
+        each of them at that position, the keywords (`given`) by name too, and those not given
+        have the same simple default in both, which the caller passes for them.
+
+        >>> lookup(np.average).movable_keywords(1, ["weights"], ["weights"])
+        ['axis', 'weights']
+        >>> lookup(np.where).movable_keywords(1, ["x"], ["x"])  # NumPy takes `x` by position only
+        []
+        """
+        try:
+            primitive = list(inspect.signature(self.primitive).parameters.values())
+        except (TypeError, ValueError):
+            return []
+        ours = list(self.signature.parameters.values()) if self.signature is not None else []
+        last = max((i for i, p in enumerate(ours) if p.name in wanted and _positional(p)), default=-1)
+        if last < positional or last >= len(primitive):
+            return []
+        moved = []
+        for rule_parameter, parameter in zip(ours[positional : last + 1], primitive[positional : last + 1]):
+            if rule_parameter.name != parameter.name or not (_positional(rule_parameter) and _positional(parameter)):
+                return []
+            if rule_parameter.name in given:
+                if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+                    return []  # the call itself is wrong: let NumPy say so
+            elif not _same_simple_default(rule_parameter.default, parameter.default):
+                return []
+            moved.append(rule_parameter.name)
+        return moved
+
+
+def _positional(parameter) -> bool:
+    return parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _same_simple_default(ours, theirs) -> bool:
+    return (ours is None or type(ours) in (bool, int, float, str)) and type(ours) is type(theirs) and ours == theirs
+
 
 def _refusal(signature, positional, keywords) -> str | None:
     if signature is None:

@@ -10,7 +10,6 @@ Before:  y = dense(x, W)               After:  y, dense_pullback = adj.vjp((0, 1
 
 from __future__ import annotations
 
-import inspect
 import operator
 
 import gast
@@ -281,43 +280,14 @@ def _keywords_to_positions(call, fn):
 
 def _differentiable_keywords_to_positions(call, rule, varied):
     """`np.average(a, weights=w)` as `np.average(a, None, w)` when `w` carries a gradient, since
-    rules differentiate positional arguments only. It is done when the rule and the primitive
-    both take the parameter by position, at the same place; the parameters before it are moved
-    from their keywords or filled with the rule's defaults."""
-    wanted = [k.arg for k in call.keywords if syntax.load_names(k.value) & varied]
-    rule_order = _positional_parameters(rule.signature)
-    try:
-        primitive_order = _positional_parameters(inspect.signature(rule.primitive))
-    except (TypeError, ValueError):
-        return
-    last = max((rule_order.index(name) for name in wanted if name in rule_order), default=-1)
-    if last < len(call.args) or rule_order[: last + 1] != primitive_order[: last + 1]:
-        return
+    rules differentiate positional arguments only (see `Rule.movable_keywords`)."""
     keywords = {k.arg: k for k in call.keywords}
-    moved = []
-    for name in rule_order[len(call.args) : last + 1]:
-        default = rule.signature.parameters[name].default
-        if name in keywords:
-            moved.append(keywords[name].value)
-        elif default is None or type(default) in (bool, int, float, str):
-            moved.append(syntax.const(default))
-        else:
-            return  # a default generated code cannot write
-    call.args.extend(moved)
-    call.keywords = [k for name, k in keywords.items() if name not in rule_order[: last + 1]]
-
-
-def _positional_parameters(signature) -> list[str]:
-    """The names of the parameters a call may pass by position, in order."""
-    if signature is None:
-        return []
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    names = []
-    for parameter in signature.parameters.values():
-        if parameter.kind not in kinds:
-            break
-        names.append(parameter.name)
-    return names
+    wanted = [name for name, k in keywords.items() if syntax.load_names(k.value) & varied]
+    moved = rule.movable_keywords(len(call.args), wanted, keywords) if wanted else []
+    for name in moved:
+        given = keywords.pop(name, None)
+        call.args.append(given.value if given is not None else syntax.const(rule.signature.parameters[name].default))
+    call.keywords = list(keywords.values())
 
 
 def _describe(obj) -> str:

@@ -17,6 +17,8 @@ Before:  y = a if c > 0 else b             After:  y_cond = c > 0
 
 from __future__ import annotations
 
+import math
+
 import gast
 
 from . import syntax
@@ -60,7 +62,7 @@ class Lowering:
         if isinstance(expr, gast.GeneratorExp):
             self.ctx.problem(
                 expr, "a generator expression is supported only as the argument of a call that "
-                "consumes it at once (`sum`, `list`, `max`, `np.stack`...)",
+                "consumes it at once (`sum`, `list`, `max`, `math.fsum`...)",
                 "use a list comprehension: Python runs a generator only when it is consumed",
             )
             return self._comprehension(expr, hint)
@@ -155,7 +157,7 @@ class Lowering:
 
 _UNBOUND = object()
 
-_CONSUMERS = (sum, list, tuple, max, min, any, all, sorted, dict, set)  # NumPy wants sequences
+_CONSUMERS = (sum, list, tuple, max, min, any, all, sorted, dict, set, math.fsum, math.prod)  # NumPy wants sequences
 
 
 def _is_builtin_sum_of_generator(call, normalizer) -> bool:

@@ -37,7 +37,7 @@ def gradient_rrule(f, *varargs, axis=None, edge_order=1):
 
 
 @rrule(np.linspace)
-def linspace_rrule(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+def linspace_rrule(start, stop, num=50, endpoint=True, *, dtype=None, axis=0):  # `retstep` refused
     def linspace_pullback(g):
         fraction = adj.linspace_fractions(num, endpoint, axis, np.ndim(g))
         return (

@@ -201,8 +201,15 @@ def _positional_count(function, passed: int) -> int:
 def _keywords_by_position(fn, count, keywords) -> list:
     """The positional parameters of `fn` after the first `count`, up to the last one `keywords`
     name, in order: those named are passed by position (so they can carry gradients), those
-    skipped are filled in `keywords` with their defaults. Empty for other callables."""
+    skipped are filled in `keywords` with their defaults. For a primitive with a rule, those its
+    rule and it both take by position (`Rule.movable_keywords`); empty for other callables."""
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    rule = registry.lookup(fn)
+    if rule is not None:
+        moved = rule.movable_keywords(count, list(keywords), keywords)
+        for name in moved:
+            keywords.setdefault(name, rule.signature.parameters[name].default)
+        return moved
     if not isinstance(target, types.FunctionType):
         return []
     code = target.__code__
@@ -318,3 +325,6 @@ def check_unshared(updated, others, name, other_names, where):
                 f"afterwards, and adjoint updates a copy: copy the view (`{other_name} = ...copy()`) or "
                 f"update `{name}` after the last use of `{other_name}`"
             )
+
+
+from .. import registry  # noqa: E402  (registry imports this package)

@@ -3,6 +3,8 @@ over differentiable values go through `adj.closure_vjp`, methods through `adj.me
 starred calls through `adj.star_vjp` (which also reaches `**kwargs` parameters); the calls
 adjoint cannot follow yet are refused with a located problem."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -391,3 +393,34 @@ def test_the_keyword_moves_to_its_position_in_the_generated_code():
 def test_a_keyword_only_parameter_still_gets_no_gradient():
     with pytest.raises(adjoint.TransformError, match="keyword argument `max=`"):
         adjoint.grad(clip_above_by_keyword_only_max, wrt=(0, 1))(np.ones(3), np.ones(3))
+
+
+def where_with_positional_only_keywords(x, w):
+    return np.sum(np.where(x > 0.5, x=x, y=w) ** 2)  # NumPy takes `x`, `y` by position only
+
+
+def clip_with_a_max_but_no_a_min(x, high):
+    return np.sum(np.clip(x, a_max=high))  # NumPy's `a_min` has no default to fill in
+
+
+def average_through_an_alias(x, w):
+    avg = np.average
+    return avg(x, weights=w)
+
+
+def test_a_keyword_numpy_would_refuse_is_not_moved_into_a_call_it_accepts():
+    for f in (where_with_positional_only_keywords, clip_with_a_max_but_no_a_min):
+        with pytest.raises(adjoint.TransformError, match="keyword argument"):
+            adjoint.value_and_grad(f, wrt=1)(np.array([0.2, 0.9]), np.array([1.0, 2.0]))
+
+
+def test_a_differentiable_keyword_reaches_a_rule_called_through_an_alias():
+    check_grad(average_through_an_alias, np.array([0.2, 0.5, 0.9]), np.array([1.0, 2.0, 3.0]))
+
+
+def sum_of_squares_by_fsum(x):
+    return math.fsum(x[i] ** 2 for i in range(3)) + math.prod(x[i] + 1.0 for i in range(3))
+
+
+def test_math_fsum_and_prod_consume_a_generator():
+    check_grad(sum_of_squares_by_fsum, np.array([0.2, 0.5, 0.9]))

@@ -254,3 +254,12 @@ def test_linspace_agrees_with_autograd():
     for argnum, cotangent in enumerate(back(g)):
         autograd_back, _ = autograd.make_vjp(lambda start, stop: anp.linspace(start, stop, 5), argnum)(0.5, 2.0)
         assert cotangent == pytest.approx(autograd_back(g), rel=1e-12)
+
+
+def linspace_with_retstep_by_position(x):
+    return np.sum(np.linspace(x[0], x[1], 5, True, True)[0])
+
+
+def test_linspace_refuses_retstep_passed_by_position():
+    with pytest.raises(adjoint.AdjointError, match="positional"):
+        adjoint.grad(linspace_with_retstep_by_position)(np.array([1.0, 3.0]))
