@@ -184,20 +184,22 @@ def load_optional_rules() -> None:
             importlib.import_module(prefix.rstrip("."))
         except ImportError:
             continue
-        if rules_module not in _loaded_optional:
-            _loaded_optional.add(rules_module)
-            importlib.import_module(rules_module)
+        _load(rules_module)
 
 
 def _loads_optional_rules(primitive) -> bool:
     """Import the optional rules for `primitive`'s library if not done yet; whether it did."""
     module = getattr(primitive, "__module__", None) or ""
-    for prefix, rules_module in _OPTIONAL_RULES.items():
-        if module.startswith(prefix) and rules_module not in _loaded_optional:
-            _loaded_optional.add(rules_module)
-            importlib.import_module(rules_module)
-            return True
-    return False
+    return any(module.startswith(prefix) and _load(rules) for prefix, rules in _OPTIONAL_RULES.items())
+
+
+def _load(rules_module) -> bool:
+    """Import `rules_module` once; whether this call did."""
+    if rules_module in _loaded_optional:
+        return False
+    _loaded_optional.add(rules_module)
+    importlib.import_module(rules_module)
+    return True
 
 
 def is_non_differentiable(primitive) -> bool:
