@@ -14,14 +14,16 @@ import copy
 
 import numpy as np
 
-from . import api, registry, runtime, trainable, tree
+from . import api, frules, registry, runtime, trainable, tree
 from .runtime import structs
 
-__all__ = ["check_grad", "check_rrule"]
+__all__ = ["check_grad", "check_jvp", "check_rrule", "check_frule"]
 
 
-def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
-    """Check adjoint's gradient of `f` at `args` against finite differences.
+def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, forward=True, **kwargs):
+    """Check adjoint's gradient of `f` at `args` against finite differences, and (with
+    `forward`, the default) its forward mode too: `adjoint.jvp` along a random direction of
+    every float argument at once against the same finite differences.
 
     Raises `AssertionError` with a report on failure; returns None on success. Tolerances
     follow the arguments' precision (float32 arguments get looser ones); a function that
@@ -35,6 +37,45 @@ def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
     >>> check_grad(f, np.array([0.5, 1.0]), 2.0)
     """
     _check_vjp(f, lambda *a, **k: api.pullback(f, *a, **k), args, kwargs, rtol, atol, eps, seed)
+    if forward:
+        check_jvp(f, *args, rtol=rtol, atol=atol, eps=eps, seed=seed, **kwargs)
+
+
+def check_jvp(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
+    """Check `adjoint.jvp` of `f` at `args` along a random direction of every float argument
+    (containers and models: of each float leaf) against central finite differences.
+
+    >>> import numpy as np
+    >>> from adjoint.testing import check_jvp
+    >>> check_jvp(lambda x, y: np.sin(x) * y, np.array([0.5, 1.0]), 2.0)
+    """
+    from . import derivatives  # noqa: PLC0415
+
+    if kwargs:
+        f = _with_keywords(f, kwargs)
+    rng = np.random.default_rng(seed + 2)
+    originals = copy.deepcopy(args)
+    directions = [
+        _direction(a, rng, {}) if runtime.is_differentiable(a) or tree.is_tree_with_floats(a) else None for a in args
+    ]
+    value, tangent = derivatives.jvp(f, tuple(args), tuple(directions))
+    _assert_unchanged(args, originals, "jvp")
+    _assert_close(value, f(*copy.deepcopy(args)), 1e-9, 1e-12, "jvp's value differs from the plain call's")
+    low_precision = any(_dtype(a) in (np.float32, np.complex64) for a in args) or _dtype(value) == np.float32
+    rtol = rtol if rtol is not None else (2e-3 if low_precision else 1e-6)
+    atol = atol if atol is not None else (2e-3 if low_precision else 1e-8)
+    expected = _directional_derivative_all(f, args, {}, directions, eps)
+    problem = _compare_tangent(tangent, expected, value, rtol, atol)
+    if problem:
+        raise AssertionError(f"forward-mode check of {getattr(f, '__qualname__', repr(f))} failed: {problem}")
+
+
+def _with_keywords(f, kwargs):
+    def with_keywords(*args):
+        return f(*args, **kwargs)
+
+    with_keywords.__qualname__ = getattr(f, "__qualname__", "f")
+    return with_keywords
 
 
 def check_rrule(primitive, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
@@ -49,6 +90,84 @@ def check_rrule(primitive, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwar
     if rule is None:
         raise AssertionError(f"no rule is registered for {primitive!r}")
     _check_vjp(_reader(primitive), rule.rrule, args, kwargs, rtol, atol, eps, seed)
+    check_frule(primitive, *args, rtol=rtol, atol=atol, eps=eps, seed=seed, **kwargs)
+
+
+def check_frule(primitive, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
+    """Check the forward rule registered for `primitive` at `args` (`check_rrule` does too):
+    its value against the plain call, and its tangent for a random direction of every float
+    argument at once against central finite differences, in shape, dtype and value.
+
+    >>> import numpy as np
+    >>> from adjoint.testing import check_frule
+    >>> check_frule(np.tanh, np.array([0.1, -0.3]))
+    >>> check_frule(np.matmul, np.ones((2, 3)), np.ones(3))
+    """
+    rule = frules.lookup(primitive)
+    if rule is None:
+        raise AssertionError(f"no forward rule is registered for {primitive!r}")
+    f = _reader(primitive)
+    rng = np.random.default_rng(seed + 1)
+    originals = copy.deepcopy(args)
+    directions = [
+        _random_like(a, rng) if runtime.is_differentiable(a) or tree.is_tree_with_floats(a) else None for a in args
+    ]
+    value, tangent = rule.frule(tuple(args), tuple(directions), **kwargs)
+    _assert_unchanged(args, originals, "the forward rule")
+    _assert_close(value, f(*copy.deepcopy(args), **kwargs), 1e-12, 1e-12, "the value differs from the plain call's")
+    low_precision = any(_dtype(a) in (np.float32, np.complex64) for a in args) or _dtype(value) == np.float32
+    rtol = rtol if rtol is not None else (2e-3 if low_precision else 1e-6)
+    atol = atol if atol is not None else (2e-3 if low_precision else 1e-8)
+    expected = _directional_derivative_all(f, args, kwargs, directions, eps)
+    problem = _compare_tangent(tangent, expected, value, rtol, atol)
+    if problem:
+        name = getattr(f, "__qualname__", repr(f))
+        raise AssertionError(f"forward rule check of {name} failed: {problem}")
+
+
+def _directional_derivative_all(f, args, kwargs, directions, eps):
+    """(f(x + eps u) - f(x - eps u)) / 2 eps, every float argument moved along its direction."""
+    wide = [_widen(a) for a in args]
+
+    def moved_leaf(leaf, direction, step):
+        result = leaf + step * np.asarray(direction, dtype=np.result_type(leaf, np.float64))
+        if type(leaf) is float:
+            return float(result)
+        return np.asarray(result) if isinstance(leaf, np.ndarray) else result
+
+    def shifted(step):
+        moved = [
+            a if d is None else tree.tree_map(lambda leaf, u: moved_leaf(leaf, u, step), a, d)
+            for a, d in zip(wide, directions)
+        ]
+        return f(*copy.deepcopy(moved), **kwargs)
+
+    return _combine(shifted(eps), shifted(-eps), eps)
+
+
+def _compare_tangent(tangent, expected, value, rtol, atol, where="the tangent"):
+    """What is wrong with `tangent` as the tangent of `value`, or None."""
+    if isinstance(value, (tuple, list)):
+        if not isinstance(tangent, (tuple, list)) or len(tangent) != len(value):
+            return f"{where} {tangent!r} does not mirror the value {value!r}"
+        for i, (t, e, v) in enumerate(zip(tangent, expected, value)):
+            problem = _compare_tangent(t, e, v, rtol, atol, f"{where}[{i}]")
+            if problem:
+                return problem
+        return None
+    if not runtime.is_differentiable(value):
+        return None
+    if tangent is None:
+        return f"{where} is None for a float value"
+    if np.shape(tangent) != np.shape(value):
+        return f"{where} has shape {np.shape(tangent)}, the value {np.shape(value)}"
+    if isinstance(value, np.ndarray) and np.asarray(tangent).dtype != value.dtype:
+        return f"{where} has dtype {np.asarray(tangent).dtype}, the value {value.dtype}"
+    if not np.iscomplexobj(value) and np.iscomplexobj(expected):
+        expected = np.real(expected)  # a real value's tangent is real (the step may leave the reals)
+    if not np.allclose(tangent, expected, rtol=rtol, atol=atol, equal_nan=True):
+        return f"{where} is {tangent!r} but finite differences give {expected!r}"
+    return None
 
 
 def _reader(primitive):

@@ -2,5 +2,5 @@
 
 from . import (  # noqa: F401
     assembly, builtins, complex, containers, decompositions, elementwise, fft, linalg, math, methods, norms,
-    reductions, selection, sequences, shape, spacing, trigonometric,
+    pullbacks, reductions, selection, sequences, shape, spacing, trigonometric,
 )

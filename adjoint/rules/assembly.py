@@ -10,11 +10,16 @@ too where NumPy takes them). Its cotangent is the same kind of sequence with one
 item, in that item's shape and dtype: a float32 item gets a float32 part next to a float64
 one, and an item that carries no gradient (an int array) gets None. A split returns a list,
 whose cotangent may hold None for a piece nothing flowed into: zero.
+
+Forward, each is `linear`: the tangents are joined, split or copied as their arrays are, zeros
+standing in for the items of a sequence that carry none (nested lists too, for `np.block`).
+Only `np.pad` is written out: its constant padding is no copy of the array.
 """
 
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import rrule
 
 
@@ -28,12 +33,18 @@ def concatenate_rrule(arrays, axis=0, *, dtype=None, casting="same_kind"):
     return np.concatenate(arrays, axis=axis, dtype=dtype, casting=casting), concatenate_pullback
 
 
+linear(np.concatenate)
+
+
 @rrule(np.stack, sequences=True)
 def stack_rrule(arrays, axis=0, *, dtype=None, casting="same_kind"):
     def stack_pullback(g):
         return (adj.unstack(g, arrays, axis=axis),)
 
     return np.stack(arrays, axis=axis, dtype=dtype, casting=casting), stack_pullback
+
+
+linear(np.stack)
 
 
 @rrule(np.hstack, sequences=True)
@@ -47,12 +58,18 @@ def hstack_rrule(tup, *, dtype=None, casting="same_kind"):
     return value, hstack_pullback
 
 
+linear(np.hstack)
+
+
 @rrule(np.vstack, sequences=True)
 def vstack_rrule(tup, *, dtype=None, casting="same_kind"):
     def vstack_pullback(g):
         return (adj.unconcatenate(g, tup, axis=0, promote=np.atleast_2d),)
 
     return np.vstack(tup, dtype=dtype, casting=casting), vstack_pullback
+
+
+linear(np.vstack)
 
 
 @rrule(np.dstack, sequences=True)
@@ -63,12 +80,18 @@ def dstack_rrule(tup):
     return np.dstack(tup), dstack_pullback
 
 
+linear(np.dstack)
+
+
 @rrule(np.column_stack, sequences=True)
 def column_stack_rrule(tup):
     def column_stack_pullback(g):
         return (adj.unconcatenate(g, tup, axis=1, promote=adj.as_column),)
 
     return np.column_stack(tup), column_stack_pullback
+
+
+linear(np.column_stack)
 
 
 @rrule(np.block, sequences=True)
@@ -79,6 +102,9 @@ def block_rrule(arrays):
     return np.block(arrays), block_pullback
 
 
+linear(np.block)
+
+
 @rrule(np.append)
 def append_rrule(arr, values, axis=None):
     def append_pullback(g):
@@ -86,6 +112,9 @@ def append_rrule(arr, values, axis=None):
         return parts[0], parts[1]
 
     return np.append(arr, values, axis=axis), append_pullback
+
+
+linear(np.append, operands=(0, 1))
 
 
 # ---- splitting an array into a list of pieces ---------------------------------------------------
@@ -100,6 +129,9 @@ def split_rrule(ary, indices_or_sections, axis=0):
     return pieces, split_pullback
 
 
+linear(np.split)
+
+
 @rrule(np.array_split)
 def array_split_rrule(ary, indices_or_sections, axis=0):
     pieces = np.array_split(ary, indices_or_sections, axis=axis)
@@ -108,6 +140,9 @@ def array_split_rrule(ary, indices_or_sections, axis=0):
         return (adj.unsplit(g, pieces, ary, axis=axis),)
 
     return pieces, array_split_pullback
+
+
+linear(np.array_split)
 
 
 @rrule(np.hsplit)
@@ -121,6 +156,9 @@ def hsplit_rrule(ary, indices_or_sections):
     return pieces, hsplit_pullback
 
 
+linear(np.hsplit)
+
+
 @rrule(np.vsplit)
 def vsplit_rrule(ary, indices_or_sections):
     pieces = np.vsplit(ary, indices_or_sections)
@@ -129,6 +167,9 @@ def vsplit_rrule(ary, indices_or_sections):
         return (adj.unsplit(g, pieces, ary, axis=0),)
 
     return pieces, vsplit_pullback
+
+
+linear(np.vsplit)
 
 
 @rrule(np.dsplit)
@@ -141,6 +182,9 @@ def dsplit_rrule(ary, indices_or_sections):
     return pieces, dsplit_pullback
 
 
+linear(np.dsplit)
+
+
 # ---- copying entries: each entry sums the cotangents of its copies ------------------------------
 
 @rrule(np.tile)
@@ -151,12 +195,18 @@ def tile_rrule(A, reps):
     return np.tile(A, reps), tile_pullback
 
 
+linear(np.tile)
+
+
 @rrule(np.repeat, np.ndarray.repeat)
 def repeat_rrule(a, repeats, axis=None):
     def repeat_pullback(g):
         return (adj.unrepeat(g, a, repeats, axis=axis),)
 
     return np.repeat(a, repeats, axis=axis), repeat_pullback
+
+
+linear(np.repeat, np.ndarray.repeat)
 
 
 # `constant_values=` can only be passed by keyword, and keywords carry no gradient: the
@@ -176,6 +226,21 @@ def pad_rrule(array, pad_width, mode="constant", *, constant_values=0):
     return value, pad_pullback
 
 
+# The padding copies entries of the array, except `constant_values`: constant, so the tangent is
+# padded with zeros there (`np.pad` is only affine in `array` for nonzero constants).
+@frule(np.pad)
+def pad_frule(primals, tangents, **kwargs):
+    def pad_jvp(array, pad_width, mode="constant", *, constant_values=0):
+        array_dot = adj.pad_tangent(adj.tangent_or_zeros(tangents[0], array), pad_width, mode)  # refuses some modes
+        value = (
+            np.pad(array, pad_width, constant_values=constant_values) if mode == "constant"
+            else np.pad(array, pad_width, mode)
+        )
+        return value, adj.tangent_like(array_dot, value)
+
+    return pad_jvp(*primals, **kwargs)
+
+
 @rrule(np.insert)
 def insert_rrule(arr, obj, values, axis=None):
     def insert_pullback(g):
@@ -187,9 +252,15 @@ def insert_rrule(arr, obj, values, axis=None):
     return np.insert(arr, obj, values, axis=axis), insert_pullback
 
 
+linear(np.insert, operands=(0, 2))  # the array and the values inserted; `obj` is an index
+
+
 @rrule(np.delete)
 def delete_rrule(arr, obj, axis=None):
     def delete_pullback(g):
         return (adj.copies_bar(g, arr, np.delete(adj.entry_labels(arr), obj, axis=axis)),)
 
     return np.delete(arr, obj, axis=axis), delete_pullback
+
+
+linear(np.delete)

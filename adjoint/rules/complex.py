@@ -5,6 +5,7 @@ cotangents pair with tangents without a conjugate: `dL = Re(sum(z_bar * dz))`. A
 function pulls back as `g * f'(z)` and a linear map as its plain transpose; the functions here
 are not holomorphic, so each derives its cotangent from that pairing. A real input keeps only
 the real part of its cotangent (`adj.cotangent_like`): it has no imaginary direction to move in.
+Forward: parts, conjugates and conversions are linear over the reals; the angle is not.
 """
 
 import builtins
@@ -12,6 +13,7 @@ import builtins
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear, lookup
 from ..registry import rrule
 
 # ---- parts and conjugates --------------------------------------------------------------------
@@ -25,6 +27,9 @@ def real_rrule(val):
     return np.real(val), real_pullback
 
 
+linear(np.real, np.ndarray.real)
+
+
 # `L` sees only `y`: dL/dy = g, so z_bar = -i g (zero for a real input, whose imag is constant).
 @rrule(np.imag, np.ndarray.imag)  # and the attribute `z.imag`
 def imag_rrule(val):
@@ -34,6 +39,9 @@ def imag_rrule(val):
     return np.imag(val), imag_pullback
 
 
+linear(np.imag, np.ndarray.imag)
+
+
 # `w = conj(z)` flips the sign of `y`, so of dL/dy: z_bar = conj(w_bar).
 @rrule(np.conjugate, np.ndarray.conj, np.ndarray.conjugate)  # `np.conj` is `np.conjugate`
 def conjugate_rrule(x):
@@ -41,6 +49,12 @@ def conjugate_rrule(x):
         return (adj.cotangent_like(np.conjugate(g), x),)
 
     return np.conjugate(x), conjugate_pullback
+
+
+# The methods are called with NumPy scalars too (`np.complex128(1j).conj()`), which
+# `np.ndarray.conj` itself refuses: they take the ufunc's rule.
+linear(np.conjugate)
+frule(np.ndarray.conj, np.ndarray.conjugate)(lookup(np.conjugate).frule)
 
 
 # ---- angle -------------------------------------------------------------------------------------
@@ -55,6 +69,17 @@ def angle_rrule(z, deg=False):
         return (adj.cotangent_like((np.rad2deg(g) if deg else g) * partial, z),)
 
     return np.angle(z, deg=deg), angle_pullback
+
+
+# d angle = Im(conj(z) dz) / |z|^2, the real part of the pullback's partial times the tangent.
+@frule(np.angle)
+def angle_frule(primals, tangents, **kwargs):
+    def angle_jvp(z, deg=False):
+        ans = np.angle(z, deg=deg)
+        slope = adj.divide_or_zero(np.imag(np.conjugate(z) * adj.tangent_or_zeros(tangents[0], z)), np.abs(z) ** 2)
+        return ans, adj.tangent_like(np.rad2deg(slope) if deg else slope, ans)
+
+    return angle_jvp(*primals, **kwargs)
 
 
 # ---- conversions -------------------------------------------------------------------------------
@@ -72,5 +97,26 @@ def _complex_conversion(kind):
     return conversion_rrule
 
 
+# Linear in `re` and `im` jointly, but `complex(re, im)` takes no complex arrays, which tangents
+# may be: the tangent is `t_re + i t_im`, converted.
+def _complex_conversion_frule(kind):
+    def conversion_frule(primals, tangents):
+        def conversion_jvp(real=0, imag=None):
+            ans = kind(real) if imag is None else kind(real, imag)
+            t_real, t_imag = (tuple(tangents) + (None, None))[:2]
+            if t_real is None and t_imag is None:
+                return ans, adj.zero_tangent(ans)
+            tangent = adj.tangent_or_zeros(t_real, real)
+            if imag is not None:
+                tangent = tangent + 1j * adj.tangent_or_zeros(t_imag, imag)
+            return ans, adj.tangent_like(kind(tangent), ans)
+
+        return conversion_jvp(*primals)
+
+    conversion_frule.__name__ = f"{kind.__name__}_frule"
+    return conversion_frule
+
+
 for _kind in (builtins.complex, np.complex128, np.complex64):
     rrule(_kind)(_complex_conversion(_kind))
+    frule(_kind)(_complex_conversion_frule(_kind))

@@ -2,10 +2,13 @@
 
 `y[i] = v` becomes `y = adj.setitem(y, i, v)`, `ys.append(v)` becomes `ys = adj.append(ys, v)`
 and `np.add.at(y, i, v)` becomes `y = adj.add_at(y, i, v)`: each returns a new container, so
-the pullback below still reads the containers as they were before the update.
+the pullback below still reads the containers as they were before the update. Each is linear
+in the container and the value jointly: the tangent makes the same update to the container's
+tangent.
 """
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import non_differentiable, rrule
 
 # `y = adj.unbound("y")`: what `ssa` binds where Python would have no value yet.
@@ -21,6 +24,17 @@ def setitem_rrule(x, index, value):
     return adj.setitem(x, index, value), setitem_pullback
 
 
+# Forward, the same update is made to the container's tangent; a container of ints or bools has
+# none (what is written into it is truncated), so its tangent stays zero.
+@frule(adj.setitem)
+def setitem_frule(primals, tangents):
+    (x, index, value), (dx, _, dvalue) = primals, tangents
+    y = adj.setitem(x, index, value)
+    if not adj.holds_floats(y):
+        return y, adj.zero_tangent(y)
+    return y, adj.setitem(adj.tangent_or_zeros(dx, x), index, adj.tangent_or_zeros(dvalue, value))
+
+
 @rrule(adj.append, sequences=True)
 def append_rrule(lst, v):
     def append_pullback(g):
@@ -30,6 +44,9 @@ def append_rrule(lst, v):
     return adj.append(lst, v), append_pullback
 
 
+linear(adj.append, operands=(0, 1))
+
+
 # Every slot `v` was added into passes its cotangent back: a gather, summed where `v` broadcast.
 @rrule(adj.add_at)
 def add_at_rrule(x, index, value):
@@ -37,3 +54,12 @@ def add_at_rrule(x, index, value):
         return g, None, adj.unbroadcast(g[index], value)
 
     return adj.add_at(x, index, value), add_at_pullback
+
+
+@frule(adj.add_at)
+def add_at_frule(primals, tangents):
+    (x, index, value), (dx, _, dvalue) = primals, tangents
+    y = adj.add_at(x, index, value)
+    if not adj.holds_floats(y):
+        return y, adj.zero_tangent(y)
+    return y, adj.add_at(adj.tangent_or_zeros(dx, x), index, adj.tangent_or_zeros(dvalue, value))

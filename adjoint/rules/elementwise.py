@@ -20,6 +20,9 @@ angle conversions, and `np.sinc`):
   (with `np.round`, `np.around`, `np.fix`), sign, signbit, spacing, floor_divide; comparisons,
   isnan/isinf/isfinite/isnat, logical_*; the integer-only bitwise_*, invert, shifts, gcd, lcm;
 - elsewhere: conj/conjugate (`complex`); the products matmul, vecdot, matvec, vecmat (`linalg`).
+
+Forward rules come from the partials for all but the functions of two results and the selections
+(where, clip, nan_to_num), written out below next to their reverse rules.
 """
 
 import math
@@ -28,6 +31,7 @@ import operator
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import elementwise, non_differentiable, rrule
 
 # ---- arithmetic -------------------------------------------------------------------------------
@@ -205,6 +209,12 @@ def modf_rrule(x):
     return ans, modf_pullback
 
 
+@frule(np.modf)
+def modf_frule(primals, tangents):
+    ans = np.modf(*primals)
+    return ans, adj.tangent_like((tangents[0], None), ans)
+
+
 # x = mantissa * 2 ** exponent, with an integer exponent: d mantissa / dx = 2 ** -exponent.
 @rrule(np.frexp)
 def frexp_rrule(x):
@@ -214,6 +224,13 @@ def frexp_rrule(x):
         return (adj.unbroadcast_float(adj.item_bar(g, 0, ans[0]) * 2.0 ** -ans[1], x),)
 
     return ans, frexp_pullback
+
+
+@frule(np.frexp)
+def frexp_frule(primals, tangents):
+    ans = np.frexp(*primals)
+    t = tangents[0]
+    return ans, adj.tangent_like((None if t is None else t * 2.0 ** -ans[1], None), ans)
 
 
 # The quotient floor(a / b) is locally constant; the remainder is `a % b`.
@@ -228,6 +245,16 @@ def divmod_rrule(a, b):
     return ans, divmod_pullback
 
 
+@frule(np.divmod, divmod)
+def divmod_frule(primals, tangents):
+    (a, b), (t_a, t_b) = primals, (tuple(tangents) + (None, None))[:2]
+    ans = divmod(a, b)
+    if t_a is None and t_b is None:
+        return ans, adj.zero_tangent(ans)
+    remainder = adj.tangent_or_zeros(t_a, a) - adj.tangent_or_zeros(t_b, b) * ans[0]
+    return ans, adj.tangent_like((None, remainder), ans)
+
+
 # ---- selection -----------------------------------------------------------------------------------
 
 @rrule(np.where)
@@ -240,6 +267,9 @@ def where_rrule(condition, x, y):
         )
 
     return np.where(condition, x, y), where_pullback
+
+
+linear(np.where, operands=(1, 2))  # the condition held fixed
 
 
 # NumPy clips as `minimum(maximum(a, low), high)`: the cotangent goes to whichever of the three
@@ -265,6 +295,24 @@ def clip_rrule(a, a_min=None, a_max=None, *, min=None, max=None):
     return ans, clip_pullback
 
 
+# The tangent of whichever of the three the result is, chosen as in the pullback.
+@frule(np.clip, np.ndarray.clip)
+def clip_frule(primals, tangents, **kwargs):
+    def clip_jvp(a, a_min=None, a_max=None, *, min=None, max=None):
+        high = a_max if max is None else max
+        ans = np.clip(a, a_min if min is None else min, high)
+        to_a = ans == a
+        to_high = (ans == high) & (ans != a)
+        to_low = (ans == a_min) & (ans != a) & (ans != high)
+        tangent = 0.0
+        for chosen, t, operand in zip((to_a, to_low, to_high), tangents, (a, a_min, a_max)):
+            if t is not None:
+                tangent = tangent + np.where(chosen, adj.tangent_or_zeros(t, operand), 0)
+        return ans, adj.tangent_like(tangent, ans)
+
+    return clip_jvp(*primals, **kwargs)
+
+
 # The cotangent passes where `x` is finite; entries NumPy replaced get none. `copy=False`, which
 # overwrites `x`, is refused.
 @rrule(np.nan_to_num)
@@ -273,6 +321,15 @@ def nan_to_num_rrule(x, *, nan=0.0, posinf=None, neginf=None):
         return (adj.unbroadcast_float(np.where(np.isfinite(x), g, 0), x),)
 
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf), nan_to_num_pullback
+
+
+@frule(np.nan_to_num)
+def nan_to_num_frule(primals, tangents, **kwargs):
+    def nan_to_num_jvp(x, *, nan=0.0, posinf=None, neginf=None):
+        ans = np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+        return ans, adj.tangent_like(np.where(np.isfinite(x), adj.tangent_or_zeros(tangents[0], x), 0), ans)
+
+    return nan_to_num_jvp(*primals, **kwargs)
 
 
 # ---- piecewise constant or integer-valued: zero gradient wherever they are defined ----------------

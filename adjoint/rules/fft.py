@@ -15,11 +15,16 @@ and so is its inverse, so `fft` transposes to `fft` and `ifft` to `ifft`, with t
 
 `hfft` is `irfft` of the conjugate and `ihfft` the conjugate of `rfft`, with `norm` read in the
 other direction: they transpose like `irfft` and `rfft` with `fft` and `ifft` swapped.
+
+Forward, each transform and shift is `linear` in its input: the tangent is the same transform
+of the input's tangent. For `irfft`, `hfft` (a real output of a complex input) and `ihfft` the map
+is only real-linear (it drops imaginary parts or conjugates), which is all a tangent needs.
 """
 
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import linear
 from ..registry import rrule
 
 # ---- complex transforms --------------------------------------------------------------------------
@@ -32,12 +37,18 @@ def fft_rrule(a, n=None, axis=-1, norm=None):
     return np.fft.fft(a, n, axis=axis, norm=norm), fft_pullback
 
 
+linear(np.fft.fft)
+
+
 @rrule(np.fft.ifft)
 def ifft_rrule(a, n=None, axis=-1, norm=None):
     def ifft_pullback(g):
         return (adj.unresize(np.fft.ifft(g, axis=axis, norm=norm), a),)
 
     return np.fft.ifft(a, n, axis=axis, norm=norm), ifft_pullback
+
+
+linear(np.fft.ifft)
 
 
 @rrule(np.fft.fft2)
@@ -48,12 +59,18 @@ def fft2_rrule(a, s=None, axes=(-2, -1), norm=None):
     return np.fft.fft2(a, s, axes=axes, norm=norm), fft2_pullback
 
 
+linear(np.fft.fft2)
+
+
 @rrule(np.fft.ifft2)
 def ifft2_rrule(a, s=None, axes=(-2, -1), norm=None):
     def ifft2_pullback(g):
         return (adj.unresize(np.fft.ifft2(g, axes=axes, norm=norm), a),)
 
     return np.fft.ifft2(a, s, axes=axes, norm=norm), ifft2_pullback
+
+
+linear(np.fft.ifft2)
 
 
 @rrule(np.fft.fftn)
@@ -64,6 +81,9 @@ def fftn_rrule(a, s=None, axes=None, norm=None):
         return (adj.unresize(np.fft.fftn(g, axes=transformed, norm=norm), a),)
 
     return np.fft.fftn(a, s, axes=axes, norm=norm), fftn_pullback
+
+
+linear(np.fft.fftn)
 
 
 @rrule(np.fft.ifftn)
@@ -78,6 +98,9 @@ def ifftn_rrule(a, s=None, axes=None, norm=None):
 
 # ---- real transforms: half spectra ---------------------------------------------------------------
 
+
+linear(np.fft.ifftn)
+
 @rrule(np.fft.rfft)
 def rfft_rrule(a, n=None, axis=-1, norm=None):
     length = np.shape(a)[axis] if n is None else n
@@ -88,12 +111,18 @@ def rfft_rrule(a, n=None, axis=-1, norm=None):
     return np.fft.rfft(a, n, axis=axis, norm=norm), rfft_pullback
 
 
+linear(np.fft.rfft)
+
+
 @rrule(np.fft.irfft)
 def irfft_rrule(a, n=None, axis=-1, norm=None):
     def irfft_pullback(g):
         return (adj.unresize(adj.hermitian_fold(np.fft.ifft(g, axis=axis, norm=norm), axis=axis), a),)
 
     return np.fft.irfft(a, n, axis=axis, norm=norm), irfft_pullback
+
+
+linear(np.fft.irfft)
 
 
 @rrule(np.fft.rfft2)
@@ -106,12 +135,18 @@ def rfft2_rrule(a, s=None, axes=(-2, -1), norm=None):
     return np.fft.rfft2(a, s, axes=axes, norm=norm), rfft2_pullback
 
 
+linear(np.fft.rfft2)
+
+
 @rrule(np.fft.irfft2)
 def irfft2_rrule(a, s=None, axes=(-2, -1), norm=None):
     def irfft2_pullback(g):
         return (adj.unresize(adj.hermitian_fold(np.fft.ifft2(g, axes=axes, norm=norm), axis=axes[-1]), a),)
 
     return np.fft.irfft2(a, s, axes=axes, norm=norm), irfft2_pullback
+
+
+linear(np.fft.irfft2)
 
 
 @rrule(np.fft.rfftn)
@@ -123,6 +158,9 @@ def rfftn_rrule(a, s=None, axes=None, norm=None):
         return (adj.unresize(np.fft.fftn(g, lengths, axes=transformed, norm=norm), a),)
 
     return np.fft.rfftn(a, s, axes=axes, norm=norm), rfftn_pullback
+
+
+linear(np.fft.rfftn)
 
 
 @rrule(np.fft.irfftn)
@@ -138,12 +176,18 @@ def irfftn_rrule(a, s=None, axes=None, norm=None):
 
 # ---- Hermitian transforms: `irfft` and `rfft` through a conjugate ------------------------------
 
+
+linear(np.fft.irfftn)
+
 @rrule(np.fft.hfft)
 def hfft_rrule(a, n=None, axis=-1, norm=None):
     def hfft_pullback(g):
         return (adj.unresize(adj.hermitian_fold(np.fft.fft(g, axis=axis, norm=norm), axis=axis), a),)
 
     return np.fft.hfft(a, n, axis=axis, norm=norm), hfft_pullback
+
+
+linear(np.fft.hfft)
 
 
 @rrule(np.fft.ihfft)
@@ -158,6 +202,9 @@ def ihfft_rrule(a, n=None, axis=-1, norm=None):
 
 # ---- shifts: permutations, undone by the opposite shift --------------------------------------
 
+
+linear(np.fft.ihfft)
+
 @rrule(np.fft.fftshift)
 def fftshift_rrule(x, axes=None):
     def fftshift_pullback(g):
@@ -166,9 +213,15 @@ def fftshift_rrule(x, axes=None):
     return np.fft.fftshift(x, axes=axes), fftshift_pullback
 
 
+linear(np.fft.fftshift)
+
+
 @rrule(np.fft.ifftshift)
 def ifftshift_rrule(x, axes=None):
     def ifftshift_pullback(g):
         return (adj.cotangent_like(np.fft.fftshift(g, axes=axes), x),)
 
     return np.fft.ifftshift(x, axes=axes), ifftshift_pullback
+
+
+linear(np.fft.ifftshift)

@@ -9,6 +9,11 @@ transpose has no conjugate (`a_bar = g @ b.T`), except where the product itself 
 operand (`vdot`, `vecdot`, `vecmat`); a real operand takes the real part of a complex
 cotangent, and an integer operand gets None. Operands that broadcast (`matmul`'s batch axes,
 `cross`, `einsum`'s `...`) get their cotangent summed over the broadcast axes.
+
+Forward, a product's tangent is the sum of the products with one operand replaced by its
+tangent (`multilinear`): `a_dot @ b + a @ b_dot`. A product that conjugates an operand (`vdot`,
+`vecdot`, `vecmat`) is still real-linear in it, which is all a tangent needs, so the same sum
+is its directional derivative.
 """
 
 import operator
@@ -16,6 +21,7 @@ import operator
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, multilinear
 from ..registry import rrule
 
 # ---- matrix products ---------------------------------------------------------------------------
@@ -29,12 +35,18 @@ def matmul_rrule(a, b):
     return a @ b, matmul_pullback
 
 
+multilinear(operator.matmul, np.matmul, np.linalg.matmul)
+
+
 @rrule(np.dot, np.ndarray.dot)
 def dot_rrule(a, b):
     def dot_pullback(g):
         return adj.dot_lhs_bar(g, a, b), adj.dot_rhs_bar(g, a, b)
 
     return np.dot(a, b), dot_pullback
+
+
+multilinear(np.dot, np.ndarray.dot)
 
 
 # `np.matvec` and `np.vecmat` (NumPy 2.2): matrices times vectors, and conjugated vectors times
@@ -54,6 +66,8 @@ if hasattr(np, "matvec"):
 
         return np.vecmat(x1, x2), vecmat_pullback
 
+    multilinear(np.matvec, np.vecmat)
+
 
 # `np.linalg.multi_dot(arrays)`: each matrix gets g between the transposed products on either side.
 @rrule(np.linalg.multi_dot, sequences=True)
@@ -62,6 +76,15 @@ def multi_dot_rrule(arrays):
         return (adj.multi_dot_bars(g, arrays),)
 
     return np.linalg.multi_dot(arrays), multi_dot_pullback
+
+
+# One list operand, linear in each matrix: the sum of the chains with one matrix's tangent each.
+@frule(np.linalg.multi_dot)
+def multi_dot_frule(primals, tangents):
+    (arrays,), (arrays_dot,) = primals, tangents
+    value = np.linalg.multi_dot(arrays)
+    items = [None] * len(arrays) if arrays_dot is None else list(arrays_dot)
+    return value, adj.product_tangent(lambda *matrices: np.linalg.multi_dot(matrices), arrays, items, value)
 
 
 # ---- vector products ---------------------------------------------------------------------------
@@ -77,6 +100,9 @@ def vdot_rrule(a, b):
     return np.vdot(a, b), vdot_pullback
 
 
+multilinear(np.vdot)
+
+
 # `np.outer` flattens its operands: g is (a.size, b.size).
 @rrule(np.outer)
 def outer_rrule(a, b):
@@ -84,6 +110,9 @@ def outer_rrule(a, b):
         return adj.cotangent_like(g @ np.ravel(b), a), adj.cotangent_like(np.ravel(a) @ g, b)
 
     return np.outer(a, b), outer_pullback
+
+
+multilinear(np.outer)
 
 
 @rrule(np.inner)
@@ -94,6 +123,9 @@ def inner_rrule(a, b):
     return np.inner(a, b), inner_pullback
 
 
+multilinear(np.inner)
+
+
 # vecdot(a, b, axis) = sum(conj(a) * b, axis), over broadcast batch axes: as for `vdot`.
 @rrule(np.vecdot, np.linalg.vecdot)
 def vecdot_rrule(a, b, axis=-1):
@@ -101,6 +133,9 @@ def vecdot_rrule(a, b, axis=-1):
         return adj.vecdot_lhs_bar(g, a, b, axis=axis), adj.vecdot_rhs_bar(g, a, b, axis=axis)
 
     return np.vecdot(a, b, axis=axis), vecdot_pullback
+
+
+multilinear(np.vecdot, np.linalg.vecdot)
 
 
 # g · (da × b) = da · (b × g): each operand's cotangent is a cross product again.
@@ -115,6 +150,9 @@ def cross_rrule(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.cross(a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis), cross_pullback
 
 
+multilinear(np.cross)
+
+
 # ---- tensor contractions -----------------------------------------------------------------------
 
 
@@ -126,12 +164,18 @@ def tensordot_rrule(a, b, axes=2):
     return np.tensordot(a, b, axes=axes), tensordot_pullback
 
 
+multilinear(np.tensordot)  # `axes` (argument 2 or keyword) is passed through
+
+
 @rrule(np.kron)
 def kron_rrule(a, b):
     def kron_pullback(g):
         return adj.kron_lhs_bar(g, a, b), adj.kron_rhs_bar(g, a, b)
 
     return np.kron(a, b), kron_pullback
+
+
+multilinear(np.kron)
 
 
 # `np.einsum(subscripts, *operands)`, or operands interleaved with sublists of labels
@@ -143,6 +187,18 @@ def einsum_rrule(subscripts, *operands, optimize=False, dtype=None):
         return adj.einsum_bars(g, (subscripts, *operands), optimize=optimize)
 
     return np.einsum(subscripts, *operands, optimize=optimize, dtype=dtype), einsum_pullback
+
+
+# Linear in each operand, but where the operands are depends on the form (`adj.einsum_operands`).
+@frule(np.einsum)
+def einsum_frule(primals, tangents, optimize=False, dtype=None):
+    def product(*args):
+        return np.einsum(*args, optimize=optimize, dtype=dtype)
+
+    value = product(*primals)
+    operands = adj.einsum_operands(primals)
+    items = [t if i in operands else None for i, t in enumerate(tangents)]
+    return value, adj.product_tangent(product, primals, items, value)
 
 
 # ---- the array API's spellings, in np.linalg -----------------------------------------------------
@@ -158,6 +214,9 @@ def linalg_outer_rrule(x1, x2):
     return np.linalg.outer(x1, x2), linalg_outer_pullback
 
 
+multilinear(np.linalg.outer)
+
+
 @rrule(np.linalg.cross)
 def linalg_cross_rrule(x1, x2, *, axis=-1):
     def linalg_cross_pullback(g):
@@ -166,9 +225,15 @@ def linalg_cross_rrule(x1, x2, *, axis=-1):
     return np.linalg.cross(x1, x2, axis=axis), linalg_cross_pullback
 
 
+multilinear(np.linalg.cross)
+
+
 @rrule(np.linalg.tensordot)
 def linalg_tensordot_rrule(x1, x2, *, axes=2):
     def linalg_tensordot_pullback(g):
         return adj.tensordot_lhs_bar(g, x1, x2, axes=axes), adj.tensordot_rhs_bar(g, x1, x2, axes=axes)
 
     return np.linalg.tensordot(x1, x2, axes=axes), linalg_tensordot_pullback
+
+
+multilinear(np.linalg.tensordot)

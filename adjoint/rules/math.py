@@ -5,6 +5,8 @@ The partials of NumPy's functions that are plain arithmetic (`np.log10`'s, `**`'
 Where a formula would divide 0 by 0 at a point where the function is finite (`fabs`, `hypot`
 and `dist` at 0), the slope is 0 there, as for NumPy's. `math.prod`, `math.fsum` and
 `math.dist` take sequences of floats, whose cotangents are sequences of the same type.
+Forward: `math.fsum` and `float()` are linear; `math.prod`'s tangent pairs its partials with
+the items' tangents, `math.dist`'s is the unit vector from q to p against `t_p - t_q`.
 """
 
 import builtins
@@ -13,8 +15,10 @@ import math
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import elementwise, non_differentiable, rrule
 from .elementwise import d_cbrt, d_exp2, d_expm1, d_ldexp, d_log1p, d_log2, d_log10, d_nextafter, d_power
+from .reductions import unary_frule
 
 # ---- trigonometric and hyperbolic --------------------------------------------------------------
 
@@ -188,12 +192,21 @@ def prod_rrule(iterable, *, start=1):
     return math.prod(iterable, start=start), prod_pullback
 
 
+# A generator's items have no tangent: it gets zero, as it gets no cotangent.
+@unary_frule(math.prod)
+def prod_jvp(t, items, ans, *, start=1):
+    return np.sum(adj.prod_bar(start, items, axis=0) * t, axis=0)
+
+
 @rrule(math.fsum, sequences=True)
 def fsum_rrule(seq):
     def fsum_pullback(g):
         return (adj.unreduce(g, seq),)
 
     return math.fsum(seq), fsum_pullback
+
+
+linear(math.fsum)
 
 
 # The unit vector from q to p, and the zero subgradient where the points coincide.
@@ -208,6 +221,15 @@ def dist_rrule(p, q):
     return ans, dist_pullback
 
 
+@frule(math.dist)
+def dist_frule(primals, tangents):
+    (p, q), (t_p, t_q) = primals, (tuple(tangents) + (None, None))[:2]
+    ans = math.dist(p, q)
+    direction = adj.divide_or_zero(np.subtract(p, q), ans)
+    change = np.subtract(adj.tangent_or_zeros(t_p, p), adj.tangent_or_zeros(t_q, q))
+    return ans, adj.tangent_like(np.sum(direction * change), ans)
+
+
 # ---- conversion -----------------------------------------------------------------------------------
 
 @rrule(builtins.float)
@@ -216,6 +238,9 @@ def float_rrule(x):
         return (adj.unbroadcast(g, x),)
 
     return float(x), float_pullback
+
+
+linear(builtins.float)
 
 
 # ---- piecewise constant, integer-valued or boolean: no gradient ----------------------------------

@@ -4,11 +4,14 @@ A method's rule is keyed by the unbound method (`np.ndarray.reshape`) and takes 
 first, as `np.ndarray.reshape(x, 2, 3)` does; `registry.lookup` and `runtime.vjp` map a bound
 `x.reshape` to it. Methods that take the same arguments as their function (`x.sum(axis=0)`,
 `x.dot(b)`, `x.clip(0, 1)`) share the function's rule, registered with it in its family.
+
+Forward, each method here is `linear` in its array, as its function is.
 """
 
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import linear
 from ..registry import non_differentiable, rrule
 from .shape import reshape_rrule, transpose_rrule
 
@@ -23,9 +26,15 @@ def reshape_method_rrule(a, *shape, order="C"):
     return reshape_rrule(a, _packed(shape), order=order)
 
 
+linear(np.ndarray.reshape)
+
+
 @rrule(np.ndarray.transpose)
 def transpose_method_rrule(a, *axes):
     return transpose_rrule(a, _packed(axes) if axes else None)
+
+
+linear(np.ndarray.transpose)
 
 
 @rrule(np.ndarray.flatten)
@@ -36,12 +45,18 @@ def flatten_rrule(a, order="C"):
     return a.flatten(order), flatten_pullback
 
 
+linear(np.ndarray.flatten)
+
+
 @rrule(np.ndarray.copy)
 def copy_rrule(a, order="C"):
     def copy_pullback(g):
         return (g,)
 
     return a.copy(order), copy_pullback
+
+
+linear(np.ndarray.copy)
 
 
 # `x.compress(condition)` is `np.compress(condition, x)`: the array comes first here.
@@ -53,6 +68,9 @@ def compress_method_rrule(a, condition, axis=None):
     return a.compress(condition, axis), compress_method_pullback
 
 
+linear(np.ndarray.compress)  # in the array, the receiver: the condition is a mask
+
+
 # Between float dtypes the cotangent is cast back to `a`'s; an integer or bool result has none.
 @rrule(np.ndarray.astype)
 def astype_rrule(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -62,6 +80,9 @@ def astype_rrule(a, dtype, order="K", casting="unsafe", subok=True, copy=True):
         return (adj.unbroadcast(g, a) if adj.is_differentiable(ans) else None,)
 
     return ans, astype_pullback
+
+
+linear(np.ndarray.astype)
 
 
 non_differentiable(

@@ -12,13 +12,15 @@ The cotangents (`adj.norm_bar`):
   `|x|`, ties sharing; `'nuc'`: `g conj(U V^H)` from the SVD; `2` / `-2`: `g conj(u v^H)` of
   the largest / smallest singular value.
 
-`sign(x)` reads `conj(x) / |x|` for complex `x`, in JAX's convention.
+`sign(x)` reads `conj(x) / |x|` for complex `x`, in JAX's convention. The tangent pairs those
+partials with the tangent over each reduced slice (its real part: a norm is real).
 """
 
 import numpy as np
 
 from .. import runtime as adj
 from ..registry import rrule
+from .reductions import unary_frule
 
 
 @rrule(np.linalg.norm, sequences=True)
@@ -29,3 +31,9 @@ def norm_rrule(x, ord=None, axis=None, keepdims=False):
         return (adj.norm_bar(g, x, ans, ord=ord, axis=axis, keepdims=keepdims),)
 
     return ans, norm_pullback
+
+
+@unary_frule(np.linalg.norm)
+def norm_jvp(t, x, ans, ord=None, axis=None, keepdims=False):
+    partials = adj.norm_bar(1.0, x, ans, ord=ord, axis=axis, keepdims=keepdims)
+    return np.sum(partials * t, axis=axis, keepdims=keepdims)

@@ -11,12 +11,52 @@ Conventions of the family:
 - Ties (max, min, ptp) share the cotangent equally, as in autograd. The NaN-ignoring functions
   (`nansum`...) give NaN entries a zero cotangent.
 - `dtype=` changes the value's type only: the cotangent has the input's dtype.
+
+Forward rules: sums, means and running sums are linear. Each output of any other reduction
+depends on its slice alone, so its tangent pairs the partials (the cotangent its pullback gives
+for `g = 1`) with the tangent over the slice: `sum(partials * t)`, the real part for a real value.
+Ties, NaN entries and zeros are thus treated as in the pullback.
 """
 
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear, lookup
 from ..registry import rrule
+
+
+def unary_frule(*primitives):
+    """Register `jvp(t, a, ans, *args, **kwargs) -> tangent` as the forward rule of `primitives`,
+    functions of their first argument alone (the others are held constant): `ans` is the value,
+    computed by the first primitive (an array method's function, which takes NumPy scalars too);
+    `a` the argument and `t` its tangent, a list or tuple read as the array its items make. `jvp`
+    is called only for an `a` of floats with a tangent; the tangent is then made `ans`'s
+    (`adj.tangent_like`), else zeros."""
+
+    def register(jvp):
+        def forward(primals, tangents, **kwargs):
+            value = primitives[0](*primals, **kwargs)
+            a, t = _as_array(primals[0]), tangents[0] if tangents else None
+            if t is None or not adj.is_differentiable(a):
+                return value, adj.zero_tangent(value)
+            t = _as_array(adj.tangent_or_zeros(t, primals[0]))
+            return value, adj.tangent_like(jvp(t, a, value, *primals[1:], **kwargs), value)
+
+        forward.__name__ = forward.__qualname__ = jvp.__name__.replace("_jvp", "_frule")
+        frule(*primitives)(forward)
+        return jvp
+
+    return register
+
+
+def _as_array(x):
+    return np.asarray(x) if type(x) is list or type(x) is tuple else x
+
+
+def _method(method, function):
+    """Give an array method its function's linear rule: it is called with NumPy scalars too
+    (`np.float64(2.0).sum()`), which `np.ndarray.sum` itself refuses."""
+    frule(method)(lookup(function).frule)
 
 # ---- sums and means -----------------------------------------------------------------------------
 
@@ -26,6 +66,10 @@ def sum_rrule(a, axis=None, dtype=None, *, keepdims=False):
         return (adj.unreduce(g, a, axis=axis, keepdims=keepdims),)
 
     return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims), sum_pullback
+
+
+linear(np.sum)
+_method(np.ndarray.sum, np.sum)
 
 
 @rrule(np.mean, np.ndarray.mean, sequences=True)
@@ -38,12 +82,21 @@ def mean_rrule(a, axis=None, dtype=None, *, keepdims=False):
     return ans, mean_pullback
 
 
+linear(np.mean)
+_method(np.ndarray.mean, np.mean)
+
+
 @rrule(np.nansum, sequences=True)
 def nansum_rrule(a, axis=None, dtype=None, *, keepdims=False):
     def nansum_pullback(g):
         return (adj.zero_at_nan(adj.unreduce(g, a, axis=axis, keepdims=keepdims), a),)
 
     return np.nansum(a, axis=axis, dtype=dtype, keepdims=keepdims), nansum_pullback
+
+
+@unary_frule(np.nansum)
+def nansum_jvp(t, a, ans, axis=None, dtype=None, *, keepdims=False):
+    return np.sum(adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
 
 
 # Each entry that is not NaN weighs 1 / (the count of such entries in its slice).
@@ -54,6 +107,12 @@ def nanmean_rrule(a, axis=None, dtype=None, *, keepdims=False):
         return (adj.zero_at_nan(adj.unreduce(g / count, a, axis=axis, keepdims=keepdims), a),)
 
     return np.nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims), nanmean_pullback
+
+
+@unary_frule(np.nanmean)
+def nanmean_jvp(t, a, ans, axis=None, dtype=None, *, keepdims=False):
+    count = np.maximum(np.count_nonzero(~np.isnan(a), axis=axis, keepdims=keepdims), 1)
+    return np.sum(adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims) / count
 
 
 # `np.average`: `sum(w a) / sum(w)`. `weights` get a cotangent when passed by position, like
@@ -70,6 +129,17 @@ def average_rrule(a, axis=None, weights=None, returned=False, *, keepdims=False)
     return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims), average_pullback
 
 
+@frule(np.average)
+def average_frule(primals, tangents, **kwargs):
+    def average_jvp(a, axis=None, weights=None, returned=False, *, keepdims=False):
+        ans = np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
+        t_a, _, t_weights = (tuple(tangents) + (None,) * 3)[:3]
+        tangent = adj.average_tangent(t_a, t_weights, a, weights, axis=axis, returned=returned, keepdims=keepdims)
+        return ans, adj.tangent_like(tangent, ans)
+
+    return average_jvp(*primals, **kwargs)
+
+
 # ---- extremes -----------------------------------------------------------------------------------
 
 @rrule(np.max, np.amax, np.ndarray.max, sequences=True)
@@ -82,6 +152,12 @@ def max_rrule(a, axis=None, *, keepdims=False):
     return ans, max_pullback
 
 
+# The tangent at the extremum; ties take the mean of theirs.
+@unary_frule(np.max, np.amax, np.ndarray.max)
+def max_jvp(t, a, ans, axis=None, *, keepdims=False):
+    return np.sum(adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
+
+
 @rrule(np.min, np.amin, np.ndarray.min, sequences=True)
 def min_rrule(a, axis=None, *, keepdims=False):
     ans = np.min(a, axis=axis, keepdims=keepdims)
@@ -90,6 +166,11 @@ def min_rrule(a, axis=None, *, keepdims=False):
         return (adj.unreduce_chosen(g, a, ans, axis=axis, keepdims=keepdims),)
 
     return ans, min_pullback
+
+
+@unary_frule(np.min, np.amin, np.ndarray.min)
+def min_jvp(t, a, ans, axis=None, *, keepdims=False):
+    return np.sum(adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
 
 
 # NaN entries never equal the extremum, so they get nothing; an all-NaN slice gets zeros.
@@ -103,6 +184,12 @@ def nanmax_rrule(a, axis=None, *, keepdims=False):
     return ans, nanmax_pullback
 
 
+@unary_frule(np.nanmax)
+def nanmax_jvp(t, a, ans, axis=None, *, keepdims=False):
+    chosen = adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims)  # never a NaN entry
+    return np.sum(chosen * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
+
+
 @rrule(np.nanmin, sequences=True)
 def nanmin_rrule(a, axis=None, *, keepdims=False):
     ans = np.nanmin(a, axis=axis, keepdims=keepdims)
@@ -113,12 +200,23 @@ def nanmin_rrule(a, axis=None, *, keepdims=False):
     return ans, nanmin_pullback
 
 
+@unary_frule(np.nanmin)
+def nanmin_jvp(t, a, ans, axis=None, *, keepdims=False):
+    chosen = adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims)  # never a NaN entry
+    return np.sum(chosen * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
+
+
 @rrule(np.ptp, sequences=True)
 def ptp_rrule(a, axis=None, *, keepdims=False):
     def ptp_pullback(g):
         return (adj.ptp_bar(g, a, axis=axis, keepdims=keepdims),)
 
     return np.ptp(a, axis=axis, keepdims=keepdims), ptp_pullback
+
+
+@unary_frule(np.ptp)
+def ptp_jvp(t, a, ans, axis=None, *, keepdims=False):
+    return np.sum(adj.ptp_bar(1.0, a, axis=axis, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
 
 
 # ---- products -----------------------------------------------------------------------------------
@@ -132,6 +230,11 @@ def prod_rrule(a, axis=None, dtype=None, *, keepdims=False):
     return np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims), prod_pullback
 
 
+@unary_frule(np.prod, np.ndarray.prod)
+def prod_jvp(t, a, ans, axis=None, dtype=None, *, keepdims=False):
+    return np.sum(adj.prod_bar(1.0, a, axis=axis, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
+
+
 # NaN entries count as 1 in the product, and get zero.
 @rrule(np.nanprod, sequences=True)
 def nanprod_rrule(a, axis=None, dtype=None, *, keepdims=False):
@@ -140,6 +243,12 @@ def nanprod_rrule(a, axis=None, dtype=None, *, keepdims=False):
         return (adj.zero_at_nan(adj.prod_bar(g, ones_at_nan, axis=axis, keepdims=keepdims), a),)
 
     return np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims), nanprod_pullback
+
+
+@unary_frule(np.nanprod)
+def nanprod_jvp(t, a, ans, axis=None, dtype=None, *, keepdims=False):
+    others = adj.prod_bar(1.0, np.where(np.isnan(a), 1, a), axis=axis, keepdims=keepdims)
+    return np.sum(others * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
 
 
 # ---- moments ------------------------------------------------------------------------------------
@@ -154,6 +263,11 @@ def var_rrule(a, axis=None, dtype=None, *, ddof=0, keepdims=False):
     return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims), var_pullback
 
 
+@unary_frule(np.var, np.ndarray.var)
+def var_jvp(t, a, ans, axis=None, dtype=None, *, ddof=0, keepdims=False):
+    return np.sum(adj.var_bar(1.0, a, axis=axis, ddof=ddof, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
+
+
 @rrule(np.std, np.ndarray.std, sequences=True)
 def std_rrule(a, axis=None, dtype=None, *, ddof=0, keepdims=False):
     ans = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
@@ -164,12 +278,24 @@ def std_rrule(a, axis=None, dtype=None, *, ddof=0, keepdims=False):
     return ans, std_pullback
 
 
+@unary_frule(np.std, np.ndarray.std)
+def std_jvp(t, a, ans, axis=None, dtype=None, *, ddof=0, keepdims=False):
+    partials = adj.var_bar(adj.divide_or_zero(1.0, 2 * ans), a, axis=axis, ddof=ddof, keepdims=keepdims)
+    return np.sum(partials * t, axis=axis, keepdims=keepdims)
+
+
 @rrule(np.nanvar, sequences=True)
 def nanvar_rrule(a, axis=None, dtype=None, *, ddof=0, keepdims=False):
     def nanvar_pullback(g):
         return (adj.nanvar_bar(g, a, axis=axis, ddof=ddof, keepdims=keepdims),)
 
     return np.nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims), nanvar_pullback
+
+
+@unary_frule(np.nanvar)
+def nanvar_jvp(t, a, ans, axis=None, dtype=None, *, ddof=0, keepdims=False):
+    partials = adj.nanvar_bar(1.0, a, axis=axis, ddof=ddof, keepdims=keepdims)
+    return np.sum(partials * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
 
 
 @rrule(np.nanstd, sequences=True)
@@ -180,6 +306,12 @@ def nanstd_rrule(a, axis=None, dtype=None, *, ddof=0, keepdims=False):
         return (adj.nanvar_bar(adj.divide_or_zero(g, 2 * ans), a, axis=axis, ddof=ddof, keepdims=keepdims),)
 
     return ans, nanstd_pullback
+
+
+@unary_frule(np.nanstd)
+def nanstd_jvp(t, a, ans, axis=None, dtype=None, *, ddof=0, keepdims=False):
+    partials = adj.nanvar_bar(adj.divide_or_zero(1.0, 2 * ans), a, axis=axis, ddof=ddof, keepdims=keepdims)
+    return np.sum(partials * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
 
 
 # ---- running sums and products ------------------------------------------------------------------
@@ -194,12 +326,21 @@ def cumsum_rrule(a, axis=None, dtype=None):
     return np.cumsum(a, axis=axis, dtype=dtype), cumsum_pullback
 
 
+linear(np.cumsum)
+_method(np.ndarray.cumsum, np.cumsum)
+
+
 @rrule(np.cumprod, np.ndarray.cumprod, sequences=True)
 def cumprod_rrule(a, axis=None, dtype=None):
     def cumprod_pullback(g):
         return (adj.cumprod_bar(g, a, axis=axis),)
 
     return np.cumprod(a, axis=axis, dtype=dtype), cumprod_pullback
+
+
+@unary_frule(np.cumprod, np.ndarray.cumprod)
+def cumprod_jvp(t, a, ans, axis=None, dtype=None):
+    return adj.cumprod_tangent(t, a, axis=axis)
 
 
 # NaN entries count as 0 in the running sum (1 in the product), and get zero.
@@ -211,6 +352,11 @@ def nancumsum_rrule(a, axis=None, dtype=None):
     return np.nancumsum(a, axis=axis, dtype=dtype), nancumsum_pullback
 
 
+@unary_frule(np.nancumsum)
+def nancumsum_jvp(t, a, ans, axis=None, dtype=None):
+    return np.cumsum(adj.zero_at_nan(t, a), axis=axis)
+
+
 @rrule(np.nancumprod, sequences=True)
 def nancumprod_rrule(a, axis=None, dtype=None):
     def nancumprod_pullback(g):
@@ -218,6 +364,11 @@ def nancumprod_rrule(a, axis=None, dtype=None):
         return (adj.zero_at_nan(adj.cumprod_bar(g, ones_at_nan, axis=axis), a),)
 
     return np.nancumprod(a, axis=axis, dtype=dtype), nancumprod_pullback
+
+
+@unary_frule(np.nancumprod)
+def nancumprod_jvp(t, a, ans, axis=None, dtype=None):
+    return adj.cumprod_tangent(adj.zero_at_nan(t, a), np.where(np.isnan(a), 1, a), axis=axis)
 
 
 # NumPy 2.1's array-API scans; `include_initial` puts the empty sum (product) first.
@@ -229,9 +380,15 @@ if hasattr(np, "cumulative_sum"):
 
         return np.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial), cumulative_sum_pullback
 
+    linear(np.cumulative_sum)
+
     @rrule(np.cumulative_prod, sequences=True)
     def cumulative_prod_rrule(x, *, axis=None, dtype=None, include_initial=False):
         def cumulative_prod_pullback(g):
             return (adj.cumprod_bar(g, x, axis=axis, include_initial=include_initial),)
 
         return np.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial), cumulative_prod_pullback
+
+    @unary_frule(np.cumulative_prod)
+    def cumulative_prod_jvp(t, x, ans, *, axis=None, dtype=None, include_initial=False):
+        return adj.cumprod_tangent(t, x, axis=axis, include_initial=include_initial)

@@ -6,11 +6,17 @@ from, zeros elsewhere (`adj.untake` and its kin); an entry selected several time
 Index, boolean-mask and condition operands get no cotangent. The functions that only find
 indices or count (`np.argsort`, `np.nonzero`) carry no gradient, and are declared at the end
 (their array methods, with the other methods, in `methods`).
+
+Forward, a selection applied to the tangent selects the tangent's entries: the selections with
+a fixed choice of entries are `linear`. Which entries `np.sort` and `np.partition` choose depends
+on the values, so the tangent follows the value's permutation, and `np.real_if_close` drops the
+tangent's imaginary part where the value's was dropped.
 """
 
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import non_differentiable, rrule
 
 
@@ -24,12 +30,18 @@ def diag_rrule(v, k=0):
     return np.diag(v, k), diag_pullback
 
 
+linear(np.diag)
+
+
 @rrule(np.diagonal, np.ndarray.diagonal)
 def diagonal_rrule(a, offset=0, axis1=0, axis2=1):
     def diagonal_pullback(g):
         return (adj.undiagonal(g, a, offset, axis1, axis2),)
 
     return np.diagonal(a, offset, axis1, axis2), diagonal_pullback
+
+
+linear(np.diagonal, np.ndarray.diagonal)
 
 
 # The trace sums its diagonal: every diagonal entry gets the cotangent of the sum.
@@ -41,6 +53,9 @@ def trace_rrule(a, offset=0, axis1=0, axis2=1, dtype=None):
     return np.trace(a, offset, axis1, axis2, dtype), trace_pullback
 
 
+linear(np.trace, np.ndarray.trace)
+
+
 # A vector `m` is broadcast to a square matrix first: its cotangent sums the rows.
 @rrule(np.tril)
 def tril_rrule(m, k=0):
@@ -50,12 +65,18 @@ def tril_rrule(m, k=0):
     return np.tril(m, k), tril_pullback
 
 
+linear(np.tril)
+
+
 @rrule(np.triu)
 def triu_rrule(m, k=0):
     def triu_pullback(g):
         return (adj.unbroadcast(np.triu(g, k), m),)
 
     return np.triu(m, k), triu_pullback
+
+
+linear(np.triu)
 
 
 # ---- taking entries by index ------------------------------------------------------------------
@@ -68,12 +89,18 @@ def take_rrule(a, indices, axis=None, *, mode="raise"):
     return np.take(a, indices, axis, mode=mode), take_pullback
 
 
+linear(np.take, np.ndarray.take)
+
+
 @rrule(np.take_along_axis)
 def take_along_axis_rrule(arr, indices, axis=-1):
     def take_along_axis_pullback(g):
         return adj.untake_along_axis(g, arr, indices, axis), None
 
     return np.take_along_axis(arr, indices, axis), take_along_axis_pullback
+
+
+linear(np.take_along_axis)
 
 
 # `compress` and `extract` take the entries where the condition is true.
@@ -85,12 +112,18 @@ def compress_rrule(condition, a, axis=None):
     return np.compress(condition, a, axis), compress_pullback
 
 
+linear(np.compress, operands=(1,))  # the condition comes first
+
+
 @rrule(np.extract)
 def extract_rrule(condition, arr):
     def extract_pullback(g):
         return None, adj.untake(g, arr, np.flatnonzero(condition))
 
     return np.extract(condition, arr), extract_pullback
+
+
+linear(np.extract, operands=(1,))
 
 
 # ---- sorting and choosing -----------------------------------------------------------------------
@@ -108,6 +141,17 @@ def sort_rrule(a, axis=-1, kind=None, *, stable=None):
     return np.take_along_axis(a, perm, axis), sort_pullback
 
 
+# The tangent is sorted along with its array: by the same permutation.
+@frule(np.sort)
+def sort_frule(primals, tangents, **kwargs):
+    def sort_jvp(a, axis=-1, kind=None, *, stable=None):
+        perm = np.argsort(a, axis=axis, kind="stable" if stable else kind)
+        value = np.take_along_axis(a, perm, axis)
+        return value, adj.tangent_like(np.take_along_axis(adj.tangent_or_zeros(tangents[0], a), perm, axis), value)
+
+    return sort_jvp(*primals, **kwargs)
+
+
 # Partitioning permutes too, but the permutation of `np.argpartition` need not be the one
 # `np.partition` made: `adj.unpartition` matches entries to slots by rank.
 @rrule(np.partition)
@@ -120,6 +164,16 @@ def partition_rrule(a, kth, axis=-1, kind="introselect"):
     return ans, partition_pullback
 
 
+# Each slot's tangent is that of the entry of the same rank, as in the pullback.
+@frule(np.partition)
+def partition_frule(primals, tangents, **kwargs):
+    def partition_jvp(a, kth, axis=-1, kind="introselect"):
+        ans = np.partition(a, kth, axis, kind)
+        return ans, adj.tangent_like(adj.partition_tangent(adj.tangent_or_zeros(tangents[0], a), a, ans, axis), ans)
+
+    return partition_jvp(*primals, **kwargs)
+
+
 # Each entry comes from the choice whose condition is the first true one, or from `default`.
 @rrule(np.select, sequences=True)
 def select_rrule(condlist, choicelist, default=0):
@@ -127,6 +181,10 @@ def select_rrule(condlist, choicelist, default=0):
         return None, adj.unselect(g, condlist, choicelist), adj.unselect_default(g, condlist, default)
 
     return np.select(condlist, choicelist, default), select_pullback
+
+
+# With the conditions fixed, each entry is one of the choices' or the default's: linear in those jointly.
+linear(np.select, operands=(1, 2))
 
 
 # ---- dropping imaginary parts -----------------------------------------------------------------
@@ -139,6 +197,14 @@ def real_if_close_rrule(a, tol=100):
         return (adj.cotangent_like(g, a),)
 
     return np.real_if_close(a, tol), real_if_close_pullback
+
+
+# Whether the imaginary parts are dropped is the value's decision, not the tangent's: the
+# tangent's real part for a real value, the tangent itself for a complex one.
+@frule(np.real_if_close)
+def real_if_close_frule(primals, tangents, **kwargs):
+    value = np.real_if_close(*primals, **kwargs)
+    return value, adj.tangent_like(adj.tangent_or_zeros(tangents[0], primals[0]), value)
 
 
 # ---- finding indices and counting: no gradient ------------------------------------------------

@@ -2,7 +2,8 @@
 
 A sequence's cotangent is a sequence of the same type with one cotangent per item; an array
 built from items hands each item its slice of the array's cotangent (`np.stack` and the
-other joins are in `assembly`).
+other joins are in `assembly`). Building and converting are linear: the tangent is built or
+converted as the value is.
 """
 
 import builtins
@@ -10,6 +11,7 @@ import builtins
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import rrule
 
 
@@ -30,6 +32,9 @@ def tuple_rrule(iterable=()):
     return tuple(iterable), tuple_pullback
 
 
+linear(builtins.list, builtins.tuple)
+
+
 # `np.array(xs)` of (nested) lists of numbers and arrays: each item gets its part.
 @rrule(np.array, np.asarray, sequences=True)
 def array_rrule(obj, dtype=None):
@@ -37,6 +42,9 @@ def array_rrule(obj, dtype=None):
         return _unarray(g, obj), None
 
     return np.array(obj, dtype=dtype), array_pullback
+
+
+linear(np.array, np.asarray)
 
 
 def _unarray(g, obj):
@@ -59,6 +67,7 @@ def _float_conversion(kind):
 
 for _kind in (np.float64, np.float32, np.float16):
     rrule(_kind)(_float_conversion(_kind))
+    linear(_kind)
 
 
 # `x.item()`, `x.item(i)`, `x.item(i, j)`: one element as a Python number, its gradient put back.
@@ -75,3 +84,12 @@ def item_rrule(x, *index):
         return (x_bar if isinstance(x, np.ndarray) else x_bar[()], *(None for _ in index))
 
     return x.item(*index), item_pullback
+
+
+# Linear, but an array method called on NumPy scalars too (`np.float64(2.0).item()`), which
+# `np.ndarray.item` itself refuses: the tangent's entry, read as the value's is.
+@frule(np.ndarray.item)
+def item_frule(primals, tangents):
+    (x, *index), t = primals, tangents[0] if tangents else None
+    ans = x.item(*index)
+    return ans, adj.tangent_like(np.asarray(adj.tangent_or_zeros(t, x)).item(*index), ans)

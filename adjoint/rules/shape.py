@@ -5,6 +5,9 @@ back: the inverse permutation of axes, flip or roll, or a reshape to the input's
 an entry is read several times (`broadcast_to`), its cotangent is the sum. The array methods
 with the function's parameters (`x.swapaxes(0, 1)`) share its rule; those whose parameters
 differ are in `methods`.
+
+Forward, each of these is `linear`: the tangent is moved as its array is (`np.full` is linear in
+its fill value). `np.atleast_1d(a, b)` takes any number of arrays, so its rule is written out.
 """
 
 import logging
@@ -13,6 +16,7 @@ import warnings
 import numpy as np
 
 from .. import runtime as adj
+from ..frules import frule, linear
 from ..registry import non_differentiable, rrule
 from . import methods
 
@@ -27,12 +31,18 @@ def transpose_rrule(a, axes=None):
     return np.transpose(a, axes), transpose_pullback
 
 
+linear(np.transpose)
+
+
 @rrule(np.ndarray.T)  # the attribute `x.T`
 def T_rrule(a):
     def T_pullback(g):
         return (np.transpose(g),)
 
     return a.T, T_pullback
+
+
+linear(np.ndarray.T)
 
 
 @rrule(np.ndarray.mT)  # the attribute `x.mT`: each matrix of a stack transposed
@@ -43,12 +53,18 @@ def mT_rrule(a):
     return a.mT, mT_pullback
 
 
+linear(np.ndarray.mT)
+
+
 @rrule(np.moveaxis)
 def moveaxis_rrule(a, source, destination):
     def moveaxis_pullback(g):
         return (np.moveaxis(g, destination, source),)
 
     return np.moveaxis(a, source, destination), moveaxis_pullback
+
+
+linear(np.moveaxis)
 
 
 # `np.rollaxis(a, axis, start)` moves the axis to just before `start`: a `moveaxis`.
@@ -60,12 +76,18 @@ def rollaxis_rrule(a, axis, start=0):
     return np.rollaxis(a, axis, start), rollaxis_pullback
 
 
+linear(np.rollaxis)
+
+
 @rrule(np.swapaxes, np.ndarray.swapaxes)
 def swapaxes_rrule(a, axis1, axis2):
     def swapaxes_pullback(g):
         return (np.swapaxes(g, axis1, axis2),)
 
     return np.swapaxes(a, axis1, axis2), swapaxes_pullback
+
+
+linear(np.swapaxes, np.ndarray.swapaxes)
 
 
 # ---- reshaping: the cotangent is reshaped back --------------------------------------------------
@@ -78,12 +100,18 @@ def reshape_rrule(a, shape, order="C"):
     return np.reshape(a, shape, order=order), reshape_pullback
 
 
+linear(np.reshape)
+
+
 @rrule(np.squeeze, np.ndarray.squeeze)
 def squeeze_rrule(a, axis=None):
     def squeeze_pullback(g):
         return (np.reshape(g, np.shape(a)),)
 
     return np.squeeze(a, axis=axis), squeeze_pullback
+
+
+linear(np.squeeze, np.ndarray.squeeze)
 
 
 @rrule(np.expand_dims)
@@ -94,12 +122,18 @@ def expand_dims_rrule(a, axis):
     return np.expand_dims(a, axis), expand_dims_pullback
 
 
+linear(np.expand_dims)
+
+
 @rrule(np.ravel, np.ndarray.ravel)
 def ravel_rrule(a, order="C"):
     def ravel_pullback(g):
         return (adj.unravel(g, a, order=order),)
 
     return np.ravel(a, order=order), ravel_pullback
+
+
+linear(np.ravel, np.ndarray.ravel)
 
 
 # `np.atleast_1d(a, b)` returns a tuple, whose cotangent is a tuple with one item per array.
@@ -127,12 +161,31 @@ def atleast_3d_rrule(*arys):
     return np.atleast_3d(*arys), atleast_3d_pullback
 
 
+# Each array is promoted on its own, linearly, however many are given: the tangents are
+# promoted as their arrays are (zeros for a constant one).
+def _atleast_frule(promote):
+    def atleast_frule(primals, tangents):
+        value = promote(*primals)
+        return value, adj.tangent_like(promote(*adj.tangent_or_zeros(tuple(tangents), tuple(primals))), value)
+
+    atleast_frule.__name__ = atleast_frule.__qualname__ = f"{promote.__name__}_frule"
+    return frule(promote)(atleast_frule)
+
+
+atleast_1d_frule = _atleast_frule(np.atleast_1d)
+atleast_2d_frule = _atleast_frule(np.atleast_2d)
+atleast_3d_frule = _atleast_frule(np.atleast_3d)
+
+
 # ---- casting ------------------------------------------------------------------------------------
 
 # `np.astype(x, dtype)` is `x.astype(dtype)`, whose rule casts the cotangent back.
 @rrule(np.astype)
 def astype_rrule(x, dtype, /, *, copy=True):
     return methods.astype_rrule(x, dtype, copy=copy)
+
+
+linear(np.astype)
 
 
 # ---- broadcasting: an entry read several times gets the sum of their cotangents -------------
@@ -145,12 +198,18 @@ def broadcast_to_rrule(array, shape, subok=False):
     return np.broadcast_to(array, shape, subok=subok), broadcast_to_pullback
 
 
+linear(np.broadcast_to)
+
+
 @rrule(np.full)
 def full_rrule(shape, fill_value, dtype=None):
     def full_pullback(g):
         return (None, adj.unbroadcast(g, fill_value))
 
     return np.full(shape, fill_value, dtype=dtype), full_pullback
+
+
+linear(np.full, operands=(1,))  # the fill value; the shape is an int
 
 
 # ---- flips, rolls and rotations: undone by the opposite one -----------------------------------
@@ -163,12 +222,18 @@ def flip_rrule(m, axis=None):
     return np.flip(m, axis), flip_pullback
 
 
+linear(np.flip)
+
+
 @rrule(np.fliplr)
 def fliplr_rrule(m):
     def fliplr_pullback(g):
         return (np.fliplr(g),)
 
     return np.fliplr(m), fliplr_pullback
+
+
+linear(np.fliplr)
 
 
 @rrule(np.flipud)
@@ -179,6 +244,9 @@ def flipud_rrule(m):
     return np.flipud(m), flipud_pullback
 
 
+linear(np.flipud)
+
+
 @rrule(np.roll)
 def roll_rrule(a, shift, axis=None):
     def roll_pullback(g):
@@ -187,12 +255,18 @@ def roll_rrule(a, shift, axis=None):
     return np.roll(a, shift, axis), roll_pullback
 
 
+linear(np.roll)
+
+
 @rrule(np.rot90)
 def rot90_rrule(m, k=1, axes=(0, 1)):
     def rot90_pullback(g):
         return (np.rot90(g, -k, axes),)
 
     return np.rot90(m, k, axes), rot90_pullback
+
+
+linear(np.rot90)
 
 
 # ---- queries, constructors and logging: no gradient -----------------------------------------------

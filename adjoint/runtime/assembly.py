@@ -15,7 +15,7 @@ from .cotangents import RuleError, cotangent_like, is_differentiable
 
 __all__ = [
     "as_column", "unconcatenate", "unstack", "unblock", "unsplit", "untile", "unrepeat",
-    "entry_labels", "copies_bar", "pad_labels",
+    "entry_labels", "copies_bar", "pad_labels", "pad_tangent",
 ]
 
 
@@ -168,6 +168,14 @@ def copies_bar(g, x, source):
 _COPYING_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
 
+def _check_pad_mode(mode):
+    if mode not in _COPYING_PAD_MODES:
+        raise RuleError(
+            f"adjoint's rule for np.pad supports the modes {', '.join(map(repr, _COPYING_PAD_MODES))}, "
+            f"not {mode!r}: pad with one of those, or register a rule for the mode with @adjoint.rrule"
+        )
+
+
 def pad_labels(array, pad_width, mode="constant"):
     """`np.pad` of `array`'s entry labels (-1 for the constant padding): which entry of `array`
     each entry of the padded array copies. Modes that compute values are refused.
@@ -175,13 +183,21 @@ def pad_labels(array, pad_width, mode="constant"):
     >>> pad_labels(np.zeros(3), 1, "edge"), pad_labels(np.zeros(2), (1, 0))
     (array([0, 0, 1, 2, 2]), array([-1,  0,  1]))
     """
-    if mode not in _COPYING_PAD_MODES:
-        raise RuleError(
-            f"adjoint's rule for np.pad supports the modes {', '.join(map(repr, _COPYING_PAD_MODES))}, "
-            f"not {mode!r}: pad with one of those, or register a rule for the mode with @adjoint.rrule"
-        )
+    _check_pad_mode(mode)
     labels = entry_labels(array)
     if mode == "constant":
         return np.pad(labels, pad_width, constant_values=-1)
     return np.pad(labels, pad_width, mode)
+
+
+def pad_tangent(t, pad_width, mode="constant"):
+    """Tangent of `np.pad(array, pad_width, mode, constant_values=...)` for the tangent `t` of
+    `array`: `t` padded the same way, with zeros where the constants go (they do not move).
+    Modes that compute values are refused, as by `pad_labels`.
+
+    >>> pad_tangent(np.ones(2), 1), pad_tangent(np.array([1.0, 2.0]), (0, 2), "wrap")
+    (array([0., 1., 1., 0.]), array([1., 2., 1., 2.]))
+    """
+    _check_pad_mode(mode)
+    return np.pad(t, pad_width) if mode == "constant" else np.pad(t, pad_width, mode)
 

@@ -16,13 +16,14 @@ import numpy as np
 
 from .cotangents import cotangent_like, is_differentiable, sum_to_shape, unbroadcast
 from .pointwise import unbroadcast_float
+from .tangents import tangent_like
 
 __all__ = [
     "scaled_bar",
     "tensordot_lhs_bar", "tensordot_rhs_bar", "inner_lhs_bar", "inner_rhs_bar",
     "vecdot_lhs_bar", "vecdot_rhs_bar", "matvec_lhs_bar", "matvec_rhs_bar", "vecmat_lhs_bar", "vecmat_rhs_bar",
     "kron_lhs_bar", "kron_rhs_bar", "cross_lhs_bar", "cross_rhs_bar",
-    "multi_dot_bars", "einsum_bars",
+    "multi_dot_bars", "einsum_bars", "einsum_operands", "product_tangent",
 ]
 
 
@@ -333,10 +334,10 @@ def _einsum_terms(args):
     """`(terms, output, positions)` of the call `np.einsum(*args)`: each operand's labels
     (one letter per axis, `...` spelled out), the output's labels, and where in `args` each
     operand is."""
+    positions = einsum_operands(args)
     if isinstance(args[0], str):
-        subscripts, positions = args[0].replace(" ", ""), list(range(1, len(args)))
-    else:  # operands interleaved with sublists of integer labels, and maybe the output's sublist
-        positions = list(range(0, len(args) - 1, 2))
+        subscripts = args[0].replace(" ", "")
+    else:
         sublists = [args[p + 1] for p in positions]
         subscripts = ",".join(_spelled(sublist) for sublist in sublists)
         if len(args) % 2:
@@ -354,6 +355,20 @@ def _einsum_terms(args):
     return terms, output.replace("...", broadcast), positions
 
 
+def einsum_operands(args):
+    """Where the operands are among the positional arguments `args` of `np.einsum`: after the
+    subscripts, or interleaved with sublists of labels (and maybe followed by the output's).
+
+    >>> einsum_operands(("ij,j->i", np.ones((2, 3)), np.ones(3)))
+    [1, 2]
+    >>> einsum_operands((np.ones((2, 3)), [0, 1], np.ones(3), [1], [0]))
+    [0, 2]
+    """
+    if isinstance(args[0], str):
+        return list(range(1, len(args)))
+    return list(range(0, len(args) - 1, 2))
+
+
 def _spelled(sublist):
     """An einsum sublist (`[0, Ellipsis, 1]`) as subscripts (`'A...B'`), letters in the order of
     the labels, as NumPy spells them (the implicit output sorts them)."""
@@ -361,3 +376,24 @@ def _spelled(sublist):
 
 
 _SUBLIST_LETTERS = string.ascii_uppercase + string.ascii_lowercase
+
+
+# ---- forward mode ----------------------------------------------------------------------------
+
+def product_tangent(product, args, tangents, value):
+    """The tangent of `value = product(*args)`, a product linear in each argument on its own:
+    the sum, over the arguments with a tangent (not None), of `product` with that argument
+    replaced by its tangent; zeros if none has one.
+
+    >>> a, b = np.ones((2, 2)), np.eye(2)
+    >>> product_tangent(np.matmul, (a, b), (None, 2 * b), a @ b)
+    array([[2., 2.],
+           [2., 2.]])
+    """
+    tangent = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        term = product(*args[:i], t, *args[i + 1:])
+        tangent = term if tangent is None else tangent + term
+    return tangent_like(tangent, value)

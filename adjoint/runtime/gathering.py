@@ -17,7 +17,10 @@ from .assembly import copies_bar, entry_labels
 from .cotangents import cotangent_like, is_differentiable
 from .pointwise import unbroadcast_float
 
-__all__ = ["undiagonal", "diag_bar", "untake", "untake_along_axis", "unpartition", "unselect", "unselect_default"]
+__all__ = [
+    "undiagonal", "diag_bar", "untake", "untake_along_axis", "unpartition", "partition_tangent", "unselect",
+    "unselect_default",
+]
 
 
 def undiagonal(g, a, offset=0, axis1=0, axis2=1):
@@ -94,6 +97,21 @@ def unpartition(g, a, ans, axis=-1):
     ranked = np.take_along_axis(g, np.argsort(ans, axis=axis), axis)
     np.put_along_axis(a_bar, np.argsort(lanes, axis=axis), ranked, axis)
     return cotangent_like(a_bar, a)
+
+
+def partition_tangent(t, a, ans, axis=-1):
+    """Tangent of `ans = np.partition(a, kth, axis)` for the tangent `t` of `a`: each slot of
+    `ans` gets the tangent of the entry of `a` it holds, matched by rank as in `unpartition`
+    (whose transpose this is). `axis=None` partitions `a` flattened.
+
+    >>> partition_tangent(np.array([10.0, 20.0, 30.0]), np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]))
+    array([20., 30., 10.])
+    """
+    lanes, t, axis = (np.ravel(a), np.ravel(t), -1) if axis is None else (np.asarray(a), np.asarray(t), axis)
+    ans_dot = np.empty(np.shape(ans), dtype=t.dtype)
+    ranked = np.take_along_axis(t, np.argsort(lanes, axis=axis), axis)
+    np.put_along_axis(ans_dot, np.argsort(ans, axis=axis), ranked, axis)
+    return ans_dot
 
 
 def _first_true(condlist):

@@ -6,6 +6,10 @@ the items make), and None for an `x` of ints or bools. Where a formula would div
 point where the function is finite (`std` of a constant, a norm at 0), the cotangent is 0 there,
 a subgradient, rather than NaN. Complex inputs follow JAX's convention (`dL = Re(sum(x_bar
 * dx))`): holomorphic maps take no conjugate, magnitudes (`|x|`, variances) do.
+
+Forward mode: most reductions' tangents pair such a cotangent for `g = 1` (the partials) with
+the tangent over each slice, `sum(partials * t)`, in the rules themselves; each
+`<name>_tangent(t, x, ...)` here is a forward rule that is more than that.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from .cotangents import (
     as_sequence, from_sequence, is_differentiable, reduced_axes, spread, sum_to_shape, unreduce, unreduce_chosen,
 )
 from .pointwise import divide_or_zero
+from .tangents import tangent_or_zeros
 
 __all__ = [
     "zero_at_nan", "var_bar", "nanvar_bar", "ptp_bar", "cumsum_bar", "cumprod_bar",
     "average_bar", "average_weights_bar", "norm_bar", "logsumexp_bar", "logsumexp_b_bar",
+    "cumprod_tangent", "average_tangent", "logsumexp_tangent",
 ]
 
 
@@ -158,6 +164,27 @@ def _suffix_scan(b, c):
     return s
 
 
+def cumprod_tangent(t, x, axis=None, include_initial=False):
+    """Tangent of `np.cumprod(x, axis)` (flattened for `axis=None`) for the tangent `t` of `x`,
+    exact where `x` has zeros: no entry is divided by. `include_initial` is
+    `np.cumulative_prod`'s: the leading 1 has tangent 0.
+
+    `y_k = y_(k-1) x_k`, so `dy_k = x_k dy_(k-1) + y_(k-1) t_k`: a linear recurrence, which is
+    `_suffix_scan`'s run backwards.
+
+    >>> cumprod_tangent(np.array([1.0, 0.0, 0.0]), np.array([2.0, 0.0, 3.0]))
+    array([1., 0., 0.])
+    """
+    line = 0 if axis is None else int(axis) % np.ndim(x)
+    values = np.moveaxis(np.ravel(x) if axis is None else np.asarray(x), line, -1)
+    t = np.moveaxis(np.reshape(t, values.shape) if axis is None else np.asarray(t), line, -1)
+    before = np.cumprod(np.concatenate([np.ones_like(values[..., :1]), values[..., :-1]], axis=-1), axis=-1)
+    dy = np.flip(_suffix_scan(np.flip(before * t, -1), np.flip(values, -1)), -1)
+    if include_initial:
+        dy = np.concatenate([np.zeros_like(dy[..., :1]), dy], axis=-1)
+    return np.moveaxis(dy, -1, line)
+
+
 # ---- weighted averages ------------------------------------------------------------------------
 
 def average_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
@@ -218,6 +245,28 @@ def _average_parts(g, returned):
     """The cotangents of the average and of the sum of weights, 0.0 for one nothing flowed into."""
     g_average, g_total = g if returned else (g, None)
     return (0.0 if g_average is None else g_average), (0.0 if g_total is None else g_total)
+
+
+def average_tangent(t_a, t_weights, a, weights=None, axis=None, returned=False, keepdims=False):
+    """Tangent of `np.average(a, axis, weights, returned)` for the tangents `t_a` and `t_weights`
+    (None: constant): `sum(w t_a + t_w (a - average)) / sum(w)` over each reduced slice, and with
+    `returned=True` also that of the sum of weights, `sum(t_w)`.
+
+    >>> average_tangent(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([5.0, 7.0]), np.array([1.0, 3.0]))
+    np.float64(0.375)
+    """
+    x, axes, w, total = _weighing(a, weights, axis)
+    average = np.sum(x * w, axis=axes, keepdims=True) / total
+    change, total_change = np.zeros_like(average), np.zeros_like(total)
+    if t_a is not None:
+        change = change + np.sum(w * np.asarray(tangent_or_zeros(t_a, a)), axis=axes, keepdims=True)
+    if t_weights is not None and weights is not None:
+        _, _, t_w, total_change = _weighing(a, tangent_or_zeros(t_weights, weights), axis)
+        change = change + np.sum(t_w * (x - average), axis=axes, keepdims=True)
+    tangents = (change / total, total_change)
+    if not keepdims:
+        tangents = tuple(np.squeeze(part, axis=axes)[()] for part in tangents)
+    return tangents if returned else tangents[0]
 
 
 # ---- norms ------------------------------------------------------------------------------------
@@ -313,6 +362,20 @@ def logsumexp_b_bar(g, a, ans, axis=None, b=None, keepdims=False):
     if not is_differentiable(b):
         return None
     return _as_cotangent(sum_to_shape(_exp_shares(g, a, ans, axis, b, keepdims), np.shape(b)), b, items)
+
+
+def logsumexp_tangent(t_a, t_b, a, ans, axis=None, b=None, keepdims=False):
+    """Tangent of `ans = scipy.special.logsumexp(a, axis, b)` for the tangents `t_a` and `t_b`
+    (None: constant): `sum(exp(a - ans) (b t_a + t_b))` over each reduced slice.
+
+    >>> logsumexp_tangent(np.array([1.0, 1.0]), None, np.log(np.array([1.0, 3.0])), np.log(4.0))
+    np.float64(1.0)
+    """
+    change = 0.0 if t_a is None else np.asarray(tangent_or_zeros(t_a, a)) * (1.0 if b is None else np.asarray(b))
+    if t_b is not None:
+        change = change + np.asarray(tangent_or_zeros(t_b, b))
+    shares = _exp_shares(1.0, a, ans, axis, b, keepdims)
+    return np.sum(shares * change, axis=reduced_axes(axis, shares.ndim), keepdims=keepdims)[()]
 
 
 def _exp_shares(g, a, ans, axis, b, keepdims):

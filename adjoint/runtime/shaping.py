@@ -1,17 +1,19 @@
 """Helpers of shape rules whose undoing is more than one NumPy call (most are undone by the
 inverse move, flip or roll, written in the rule itself), and of the spacing rules: `np.diff` and
-`np.gradient` are linear difference operators, undone on a cotangent by their transposes, and
-`np.linspace` places each value a fixed fraction of the way from `start` to `stop`."""
+`np.gradient` are linear difference operators, undone on a cotangent by their transposes (and
+applied to a tangent as they are), and `np.linspace` places each value a fixed fraction of the
+way from `start` to `stop`."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .cotangents import RuleError, cotangent_like, is_differentiable
+from .tangents import tangent_or_zeros
 
 __all__ = [
-    "atleast_bar", "rollaxis_destination", "diff_with_ends", "diff_bar", "gradient_spacings", "gradient_bars",
-    "linspace_fractions",
+    "atleast_bar", "rollaxis_destination", "diff_with_ends", "diff_bar", "diff_tangent", "gradient_spacings",
+    "gradient_bars", "gradient_tangent", "linspace_fractions",
 ]
 
 
@@ -73,6 +75,18 @@ def diff_bar(g, a, n=1, axis=-1, prepend=None, append=None):
     return cotangent_like(g, a)
 
 
+def diff_tangent(t, a, n=1, axis=-1, prepend=None, append=None):
+    """Tangent of `np.diff(a, n, axis, prepend=prepend, append=append)` for the tangent `t` of
+    `a` (None: constant): the same differences of `t`, with zeros for the ends, which are
+    constants (a nonzero end makes `np.diff` affine in `a`, not linear).
+
+    >>> diff_tangent(np.array([1.0, 2.0]), np.zeros(2), prepend=5.0)
+    array([1., 1.])
+    """
+    ends = [None if end is None else np.zeros_like(end) for end in (prepend, append)]
+    return diff_with_ends(tangent_or_zeros(t, a), n, axis, *ends)
+
+
 # ---- np.gradient --------------------------------------------------------------------------------
 # np.gradient(f, h) along an axis is D(f) / h, with D the difference stencil of unit spacing:
 # central differences (f_(i+1) - f_(i-1)) / 2 inside; at the ends, one-sided differences of first
@@ -122,6 +136,29 @@ def gradient_bars(g, f, spacings, along, ans, edge_order=1):
     if len(spacings) == 1:
         h_bars = [sum(h_bars)]
     return (cotangent_like(f_bar, f), *(cotangent_like(h_bar, h) for h_bar, h in zip(h_bars, spacings)))
+
+
+def gradient_tangent(t_f, t_spacings, f, spacings, along, ans, edge_order=1):
+    """Tangent of `ans = np.gradient(f, *spacings, axis=..., edge_order=edge_order)` for the
+    tangents of `f` and of the scalar spacings (None: constant), whose axes and spacings are
+    `along` (`gradient_spacings`). Along each axis `ans_k = D(f) / h`: `D(t_f) / h - ans_k t_h / h`.
+    A tuple for several axes, as `ans` is.
+
+    >>> f, h = np.array([0.0, 1.0, 4.0]), 2.0
+    >>> gradient_tangent(np.ones(3), (1.0,), f, (h,), [(0, h)], np.gradient(f, h))
+    array([-0.25, -0.5 , -0.75])
+    """
+    axes = tuple(axis for axis, _ in along)
+    tangent = np.gradient(tangent_or_zeros(t_f, f), *spacings, axis=axes, edge_order=edge_order)
+    tangent, ans = (tangent, ans) if len(along) > 1 else ((tangent,), (ans,))
+    t_spacings = (tuple(t_spacings) + (None,) * len(spacings))[: len(spacings)]
+    if len(spacings) <= 1:  # none given, or one for every axis
+        t_spacings = (t_spacings[0] if spacings else None,) * len(along)
+    parts = [
+        part if t_h is None else part - ans_k * t_h / h
+        for part, ans_k, t_h, (_, h) in zip(tangent, ans, t_spacings, along)
+    ]
+    return tuple(parts) if len(along) > 1 else parts[0]
 
 
 def _unit_gradient_transposed(g, edge_order):
