@@ -127,3 +127,24 @@ def _arrays_in(value) -> list:
 
 
 runtime.install_transformer(transform_for_runtime)
+
+
+def tangent_for_runtime(fn, wrt, outermost=False, args=()):
+    """The JVP function of `fn` for `runtime.jvp` (see `pipeline.jvp_function`). Only the
+    outermost function (`adjoint.jvp`'s) may update its arguments in place."""
+    require_python_function(fn)
+    generated = pipeline.jvp_function(fn, tuple(wrt))
+    generated.__adjoint_updates__ = updates = generated.__adjoint_compiled__.updated_parameters
+    if updates and outermost:
+        refuse_shared_updated_arguments(fn, generated, args)
+    elif updates:
+        parameter, line = updates[0]
+        raise AdjointError(
+            f"{name_of(fn)} updates its argument `{parameter}` in place (line {line} of "
+            f"{fn.__code__.co_filename}). Called from differentiated code, adjoint would leave the "
+            f"caller's value unchanged, unlike Python. Return the new value instead."
+        )
+    return generated
+
+
+runtime.install_tangent_transformer(tangent_for_runtime)

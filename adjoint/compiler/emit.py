@@ -18,12 +18,12 @@ from . import syntax
 from .context import Context
 
 
-def to_source(node: gast.FunctionDef, ctx: Context) -> str:
+def to_source(node: gast.FunctionDef, ctx: Context, title: str = "forward function and pullback") -> str:
     """`node` as source text, commented with the user's lines."""
     _comment_bodies(node, ctx)
     filename = os.path.basename(ctx.source.filename)
     where = f"`{ctx.function_name}` ({filename}:{ctx.source.node.lineno})"
-    return f"# adjoint: forward function and pullback of {printable(where)}\n" + syntax.unparse(node) + "\n"
+    return f"# adjoint: {title} of {printable(where)}\n" + syntax.unparse(node) + "\n"
 
 
 def printable(text: str) -> str:

@@ -51,6 +51,13 @@ def _without_dead_assignments(body, live: set) -> list:
     return kept[::-1]
 
 
+def drop_dead_copies(node: gast.FunctionDef, ctx: Context = None) -> gast.FunctionDef:
+    """Drop the copies `ssa` made where control flow joins that nothing reads (forward mode's
+    optimize pass)."""
+    _drop_dead_copies(node)
+    return node
+
+
 def _drop_dead_copies(node) -> None:
     while True:
         reads = syntax.load_names(node)

@@ -10,12 +10,13 @@ variable `ADJOINT_DEBUG=1`, or `pipeline.DEBUG = True`, to print the code after 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import weakref
 
 from .. import runtime
-from . import activity, control, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax
+from . import activity, control, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent
 from .context import Context
 from .source import get_source
 
@@ -34,11 +35,15 @@ PASSES = (
     ("optimize", optimize.transform),
 )
 
-_compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit) -> (code, Compiled)
+# Forward mode (`jvp_function`) shares every pass up to `inplace`, then writes tangents instead.
+TANGENT_PASSES = PASSES[:-2] + (("tangent", tangent.transform), ("optimize", optimize.drop_dead_copies))
+REVERSE, TANGENT = "reverse", "tangent"
+
+_compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit, mode) -> (code, Compiled)
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
-def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = (), implicit: bool = False):
+def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = (), implicit: bool = False, mode=REVERSE):
     """Run the passes over `fn` up to and including `until` (all by default): `(node, ctx)`.
 
     >>> def f(x):
@@ -50,7 +55,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen), implicit)
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
-    for name, transform in PASSES:
+    for name, transform in PASSES if mode == REVERSE else TANGENT_PASSES:
         if name == "normalize":
             ctx.local_names = normalize.assigned_names(node)
         node = transform(node, ctx)
@@ -61,30 +66,30 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     return node, ctx
 
 
-def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False) -> loader.Compiled:
+def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
     """Run every pass over `fn` and compile the result (not cached)."""
-    node, ctx = lower(fn, wrt, frozen=frozen, implicit=implicit)
-    text = emit.to_source(node, ctx)
+    node, ctx = lower(fn, wrt, frozen=frozen, implicit=implicit, mode=mode)
+    text = emit.to_source(node, ctx, "forward function and pullback" if mode == REVERSE else "JVP (forward mode)")
     code = fn.__code__
     compiled = loader.compile_source(
         text, ctx.function_name, code.co_freevars, ctx.runtime_alias, runtime, ctx.injected,
-        code.co_argcount, ctx.bindings, user_filename=ctx.source.filename,
+        code.co_argcount + (mode == TANGENT), ctx.bindings, user_filename=ctx.source.filename,
     )
     compiled.updated_parameters = tuple(sorted(getattr(ctx, "updated_parameters", ()), key=str))
     return compiled
 
 
-def compiled(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False) -> loader.Compiled:
+def compiled(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
     """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound.
 
     Keyed by the code object's identity: code objects compare equal across files when their
     bytecode is the same, and each file needs its own transform (its source, its names).
     """
     code = fn.__code__
-    key = (id(code), wrt, frozen, implicit)
+    key = (id(code), wrt, frozen, implicit, mode)
     entry = _compiled.get(key)
     if entry is None or entry[0] is not code or not loader.still_valid(entry[1], fn):
-        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen, implicit))
+        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen, implicit, mode))
     return entry[1]
 
 
@@ -110,6 +115,46 @@ def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
         generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
         per_function[(wrt, frozen, implicit)] = generated
     return generated
+
+
+def jvp_function(fn, wrt: tuple):
+    """The generated JVP function of `fn` for the parameter positions (and closure variable
+    names) `wrt`, bound to `fn`'s globals and cells: `jvp_fn(tangents, *args, **kwargs)`
+    returns `(value, tangent)`, `tangents` holding one tangent per entry of `wrt`."""
+    try:
+        per_function = _instances[fn]
+    except KeyError:
+        per_function = _instances[fn] = {}
+    key = (TANGENT, wrt)
+    generated = per_function.get(key)
+    if (
+        generated is None or generated.__adjoint_code__ is not fn.__code__
+        or not loader.still_valid(generated.__adjoint_compiled__, fn)
+    ):
+        result = compiled(fn, wrt, mode=TANGENT)
+        generated = loader.instantiate(result, fn)
+        generated.__defaults__ = fn.__defaults__
+        generated.__adjoint_code__ = fn.__code__
+        generated.__adjoint_compiled__ = result
+        per_function[key] = generated
+    if _recorded is not None and generated.__adjoint_compiled__.text not in _recorded:
+        _recorded.append(generated.__adjoint_compiled__.text)
+    return generated
+
+
+_recorded: list | None = None  # while `recording()`: the JVP code each call used, in order
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect the text of every JVP function used inside the block (`adjoint.source` of a
+    derivative of a derivative shows them all)."""
+    global _recorded
+    saved, _recorded = _recorded, []
+    try:
+        yield _recorded
+    finally:
+        _recorded = saved
 
 
 def _debug(name, node):

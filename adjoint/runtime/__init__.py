@@ -50,15 +50,18 @@ from .indexing import (
 )
 from .building import construct_vjp, is_constructible
 from .structs import Tangent, field_bar, item_bar
+from .tangents import complete_tangent, holds_floats, tangent_like, tangent_or_zeros, zero_tangent
+from .forward_calls import closure_jvp, field_tangent, install_tangent_transformer, jvp, keywords_jvp, method_jvp
 from .linear import (
     _as_matrices, dot_lhs_bar, dot_rhs_bar, layout_order, matmul_lhs_bar, matmul_rhs_bar, unravel,
     untranspose,
 )
 # The helpers of each family of rules, every name in each module's `__all__`.
-from . import assembly, contraction, factorizations, gathering, pointwise, reducing, shaping, spectral
+from . import assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, shaping, spectral
 from .assembly import *  # noqa: F401,F403
 from .contraction import *  # noqa: F401,F403
 from .factorizations import *  # noqa: F401,F403
+from .perturbations import *  # noqa: F401,F403
 from .gathering import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
 from .reducing import *  # noqa: F401,F403
@@ -110,8 +113,19 @@ __all__ = [
     "check_unshared",
     "no_cotangents",
     "zeros_for_none",
+    "zero_tangent",
+    "tangent_or_zeros",
+    "tangent_like",
+    "complete_tangent",
+    "holds_floats",
+    "jvp",
+    "closure_jvp",
+    "method_jvp",
+    "keywords_jvp",
+    "field_tangent",
+    "install_tangent_transformer",
 ]
-for _family in (assembly, contraction, factorizations, gathering, pointwise, reducing, shaping, spectral):
+for _family in (assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, shaping, spectral):
     __all__ += _family.__all__
 
 
@@ -153,6 +167,10 @@ def vjp(wrt, fn, /, *args, **kwargs):
     """
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
+    special = getattr(fn, "__adjoint_rrule__", None)
+    if special is not None:  # a derivative made by adjoint (`adjoint.grad(f)`), differentiated again
+        value, pullback = special(*args, **kwargs)
+        return value, zeros_for_none(pullback, args, wrt)
     if isinstance(fn, type) and registry.lookup(fn) is None and is_constructible(fn):
         return construct_vjp(wrt, fn, *args, **kwargs)
     if not isinstance(fn, types.MethodType) and (

@@ -55,8 +55,7 @@ def construct(cls, args, keywords):
     ((array([1., 2.]), None), {})
     """
     obj = cls(*args, **keywords)
-    stored = _stored_fields(obj)
-    where = _fields_by_position(cls, obj, args, keywords) if _is_record(cls) else _fields_by_identity(stored, args, keywords)
+    stored, where = _placement(cls, obj, args, keywords)
     for key, value in [*enumerate(args), *keywords.items()]:
         if where.get(key) is _AGAIN:
             continue
@@ -91,6 +90,69 @@ def construct(cls, args, keywords):
         return arg_bars, keyword_bars
 
     return obj, construct_pullback
+
+
+def construct_jvp(cls, primals, tangents, keywords=None, keyword_tangents=None):
+    """Build `cls(*primals, **keywords)` (as `construct` does, with its checks) and its tangent:
+    a `Tangent` (a namedtuple of tangents for a namedtuple) whose fields hold the tangents of the
+    arguments stored in them. A float field the constructor computed gets a tangent that refuses
+    to be used, as reverse mode refuses a gradient reaching it.
+
+    >>> import collections
+    >>> Pair = collections.namedtuple("Pair", "w n")
+    >>> construct_jvp(Pair, (np.ones(2), 3), (np.array([1.0, 2.0]), None))
+    (Pair(w=array([1., 1.]), n=3), Pair(w=array([1., 2.]), n=0))
+    """
+    from .tangents import zero_tangent  # noqa: PLC0415
+
+    keywords, keyword_tangents = dict(keywords or {}), dict(keyword_tangents or {})
+    obj, _ = construct(cls, tuple(primals), keywords)
+    stored, where = _placement(cls, obj, tuple(primals), keywords)
+    places = {place for found in where.values() for place in found}
+    constants = _constant_fields(cls, obj, stored, {p for p in places if isinstance(p, str)})
+    fields = {
+        name: zero_tangent(value) if name in constants or name in places or not _carries_float(value)
+        or any(isinstance(p, tuple) and p[0] == name for p in places) else Untracked(cls, name)
+        for name, value in stored.items()
+    }
+    for key, tangent in [*enumerate(tangents), *keyword_tangents.items()]:
+        for place in where.get(key, ()) if tangent is not None else ():
+            if isinstance(place, str):
+                fields[place] = tangent
+            else:
+                name, index = place
+                items = list(fields[name])
+                items[index] = tangent
+                fields[name] = type(stored[name])(items)
+    if is_namedtuple(obj):
+        return obj, type(obj)._make(fields[name] for name in type(obj)._fields)
+    return obj, Tangent(cls, fields)
+
+
+class Untracked:
+    """The tangent of a field a constructor computed from its arguments: adjoint cannot follow
+    it, so using it refuses, naming the field (unused, it costs nothing)."""
+
+    def __init__(self, cls, name):
+        self.message = (
+            f"the field `{name}` of a `{cls.__qualname__}` built in differentiated code was computed by its "
+            "constructor rather than stored from an argument: adjoint cannot follow its derivative. Pass the "
+            "value as an argument, or compute it in a method or property"
+        )
+
+    def _refuse(self, *args, **kwargs):
+        raise RuleError(self.message)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __matmul__ = __rmatmul__ = __neg__ = __pow__ = __getitem__ = __array__ = _refuse
+    __array_ufunc__ = __array_function__ = _refuse
+
+
+def _placement(cls, obj, args, keywords):
+    """The fields of `obj` and, per argument (position or keyword), the places it is stored in."""
+    stored = _stored_fields(obj)
+    where = _fields_by_position(cls, obj, args, keywords) if _is_record(cls) else _fields_by_identity(stored, args, keywords)
+    return stored, where
 
 
 def _is_record(cls) -> bool:

@@ -37,8 +37,22 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     >>> fn_bar["w"], x_bar
     (array([1., 1.]), array([2., 3.]))
     """
-    from . import vjp, _transform_hook  # noqa: PLC0415  (the package imports this module)
+    from . import vjp, _transform_hook, zeros_for_none  # noqa: PLC0415  (the package imports this module)
 
+    special = getattr(fn, "__adjoint_rrule__", None)
+    if special is not None:  # a gradient made by adjoint (of a function that may close over floats)
+        value, pullback = special(*args, closure=0 in wrt, **kwargs)
+        arg_wrt = tuple(i - 1 for i in wrt if i > 0)
+        if 0 not in wrt:
+            zero_filled = zeros_for_none(pullback, args, arg_wrt)
+            return value, lambda g: (None, *zero_filled(g))
+
+        def gradient_closure_pullback(g):
+            closure_bar, *arg_bars = pullback(g)
+            filled = zeros_for_none(lambda _: arg_bars, args, arg_wrt)(g)
+            return (closure_bar, *filled)
+
+        return value, gradient_closure_pullback
     if 0 in wrt and not isinstance(fn, types.FunctionType):
         if isinstance(fn, functools.partial):  # its cotangent: a tuple, its bound arguments'
             count = len(fn.args)
@@ -237,6 +251,17 @@ def _carries_gradient(value, seen=()) -> bool:
     if is_struct(value):
         return id(value) not in seen and any(_carries_gradient(v, (*seen, id(value))) for v in fields_of(value).values())
     return is_differentiable(value) or _closes_over_floats(value, seen)
+
+
+def captured_names(fn) -> list:
+    """The names `fn` closes over whose values carry gradients (see `closure_vjp`).
+
+    >>> def scaled(w):
+    ...     return lambda x: x * w
+    >>> captured_names(scaled(2.0))
+    ['w']
+    """
+    return _captured_names(fn)
 
 
 def _captured_names(fn, seen=()) -> list:

@@ -1,0 +1,260 @@
+"""Calls in forward mode: rules stitched in as NumPy expressions or called, and Python functions,
+closures and methods differentiated at run time through `adj.jvp` and its siblings.
+
+A mixin of `tangent._Tangent`. A rule of one of the inlinable kinds (`adjoint.frules`) becomes
+an expression of the call's own atoms and their tangents:
+
+    y = np.tanh(x)        ->  dy = dx * (1 - y ** 2)          (elementwise partials)
+    s = np.sum(x, axis=1) ->  ds = np.sum(dx, axis=1)         (linear)
+    z = a @ b             ->  dz = da @ b + a @ db         (multilinear)
+
+Any other rule is called, replacing the statement: `L, dL = cholesky_frule((A,), (dA,))`.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import gast
+
+from .. import frules, registry
+from . import annotations as anno
+from . import inline, resolve, syntax
+from .calls import _differentiable_keywords_to_positions, _keywords_to_positions
+
+_OPERATORS = {
+    gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+    gast.Div: operator.truediv, gast.Mod: operator.mod, gast.Pow: operator.pow,
+    gast.MatMult: operator.matmul, gast.USub: operator.neg, gast.UAdd: operator.pos,
+}
+# Elementwise primitives whose value is real for a complex input: their tangent is the real part.
+_REAL_VALUED = {id(abs), id(operator.abs)}
+
+
+class TangentCalls:
+    """Tangents of calls, for `tangent._Tangent`."""
+
+    def operator_rule(self, op):
+        return _OPERATORS.get(type(op))
+
+    def call(self, stmt, target, call):
+        callee = anno.get(call, anno.CALLEE)
+        starred = any(isinstance(a, gast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        if starred and callee.kind == resolve.RULE:
+            self.unsupported(stmt, call, f"forward mode cannot differentiate a starred call of `{callee.text}` yet",
+                             "pass the arguments one by one")
+            return
+        if callee.kind == resolve.PYTHON and call.keywords:
+            _keywords_to_positions(call, callee.obj)
+            self.ctx.rely_on(callee.text, callee.obj)
+        if callee.kind == resolve.RULE and callee.rule is not None and call.keywords:
+            _differentiable_keywords_to_positions(call, callee.rule, self.varied)
+        varied_keywords = [k for k in call.keywords if syntax.load_names(k.value) & self.varied]
+        if varied_keywords and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method:
+            self._keywords_jvp_call(stmt, target, call, varied_keywords)
+            return
+        keywords = {k.arg: k.value for k in call.keywords}
+        for key, value in keywords.items():
+            if syntax.load_names(value) & self.varied:
+                self.unsupported(
+                    stmt, call, f"the derivative cannot flow through the keyword argument `{key or '**'}=`",
+                    "pass the differentiable value as a positional argument if the function takes it "
+                    "by position; otherwise hold it constant (a keyword argument is never differentiated)",
+                )
+                return
+        if callee.kind == resolve.RULE:
+            self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text, func=call.func)
+        elif callee.kind == resolve.MISSING:
+            self.unsupported(stmt, call, f"adjoint has no rule for `{callee.text}`",
+                             f"register one with @adjoint.frule({callee.text}), or mark it @adjoint.non_differentiable")
+        elif callee.method:
+            self._method_call(stmt, target, call)
+        else:
+            self._jvp_call(stmt, target, call)
+
+    # ---- rules ------------------------------------------------------------------------------
+
+    def rule_call(self, stmt, target, primitive, args, keywords, text, func=None, attribute=None):
+        keywords = {k: v for k, v in keywords.items() if k != "out"}
+        rule = frules.lookup(primitive) if primitive is not None else None
+        if rule is None:
+            self.unsupported(stmt, stmt.value, f"adjoint has no forward rule for `{text}`",
+                             f"register one with @adjoint.frule({text})")
+            return
+        reverse = registry.lookup(primitive)
+        refusal = reverse.refusal(len(args), keywords) if reverse is not None and attribute is None else None
+        if refusal:  # the rules of a primitive take the same arguments
+            self.unsupported(stmt, stmt.value, f"adjoint's rule for `{text}` {refusal}",
+                             "call it as the rule allows, or register fuller rules with @adjoint.rrule and @adjoint.frule")
+            return
+        if primitive is operator.add and any(self._is_sequence(a) for a in args):
+            self.code.append(stmt)  # `t + (z,)`: the tangents concatenate as the values do
+            self.emit(stmt, syntax.assign(self.dot(target), syntax.binop(*[self.tangent_of(a) for a in args[:1]], gast.Add, self.tangent_of(args[1]))))
+            return
+        if rule.kind == frules.ELEMENTWISE and not keywords:
+            expression = self._elementwise(rule, primitive, args, target)
+            if expression is not None:
+                self.code.append(stmt)
+                self.emit(stmt, syntax.assign(self.dot(target), expression))
+                return
+        if rule.kind in (frules.LINEAR, frules.MULTILINEAR) and not any(self._is_sequence(a) for a in args if not self.has_tangent(a)):
+            self.code.append(stmt)
+            self.emit(stmt, syntax.assign(self.dot(target), self._linear(rule, stmt.value, args, attribute)))
+            return
+        name = self.ctx.inject(rule.frule, getattr(rule.frule, "__name__", "frule"))
+        primals = syntax.tuple_([syntax.copy_node(a) for a in args])
+        tangents = syntax.tuple_([self.tangent_of(a) if self.has_tangent(a) else syntax.const(None) for a in args])
+        pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
+        keyword_nodes = [gast.keyword(arg=k, value=v) for k, v in keywords.items()]
+        self.emit(stmt, syntax.assign(pair, syntax.call(syntax.name(name), [primals, tangents], keyword_nodes)))
+
+    def _is_sequence(self, arg) -> bool:
+        return isinstance(arg, gast.Name) and arg.id in self.sequences
+
+    def _elementwise(self, rule, primitive, args, target):
+        """`t1 * d1 + t2 * d2` over the operands with tangents, the partials `d` inlined."""
+        plan = inline.plan_for(_ReverseView(primitive, rule.partials))
+        if plan is None or len(args) != len(plan.params):
+            return None
+        terms = []
+        for index, arg in enumerate(args):
+            if not self.has_tangent(arg) or plan.results[index] is None:
+                continue
+            cotangent = self.ctx.namer.new("__tangent__")
+            inlined = inline.instantiate(plan, list(args), {}, target, cotangent, self.ctx)
+            partial = _strip_unbroadcast(inlined.results[index], self.alias)
+            terms.append(syntax.substitute(partial, {cotangent: syntax.name(self.dot(arg.id))}))
+        expression = terms[0]
+        for term in terms[1:]:
+            expression = syntax.binop(expression, gast.Add, term)
+        broadcast = len(args) > 1 and any(
+            not self.has_tangent(a) and not (isinstance(a, gast.Constant) or (isinstance(a, gast.Name) and a.id in self.numbers))
+            for a in args
+        )
+        if broadcast or id(primitive) in _REAL_VALUED or primitive is _numpy_abs() or _may_widen(expression):
+            expression = syntax.call(f"{self.alias}.tangent_like", [expression, syntax.name(target)])
+        return expression
+
+    def _linear(self, rule, value, args, attribute):
+        """The call again, on the operands' tangents (linear), or once per operand with a
+        tangent, summed (multilinear)."""
+        def rebuilt(replaced):
+            new_args = [
+                (self.tangent_of(a) if i in replaced else syntax.copy_node(a)) for i, a in enumerate(args)
+            ]
+            if attribute is not None:
+                return syntax.attr(new_args[0], attribute)
+            if isinstance(value, gast.BinOp):
+                return syntax.binop(new_args[0], type(value.op), new_args[1])
+            if isinstance(value, gast.UnaryOp):
+                return syntax.unary(type(value.op), new_args[0])
+            copy = syntax.copy_node(value)
+            copy.args = new_args
+            return copy
+
+        operands = [i for i in rule.operands if i < len(args)]
+        if rule.kind == frules.LINEAR:
+            return rebuilt(set(operands))
+        terms = [rebuilt({i}) for i in operands if self.has_tangent(args[i])]
+        expression = terms[0]
+        for term in terms[1:]:
+            expression = syntax.binop(expression, gast.Add, term)
+        return expression
+
+    # ---- Python functions, closures, methods ------------------------------------------------
+
+    def displays(self, args):
+        """The tuples of a call's arguments and of their tangents (None for a constant), starred
+        parts included: `(x, *xs)` and `(dx, *dxs)`."""
+        primals, tangents = [], []
+        for arg in args:
+            if isinstance(arg, gast.Starred):
+                primals.append(gast.Starred(value=syntax.copy_node(arg.value), ctx=gast.Load()))
+                if self.has_tangent(arg.value):
+                    tangents.append(gast.Starred(value=self.tangent_of(arg.value), ctx=gast.Load()))
+                else:  # as many Nones as it holds values
+                    count = syntax.call(self.ctx.reach("len", len), [syntax.copy_node(arg.value)])
+                    nones = syntax.binop(syntax.tuple_([syntax.const(None)]), gast.Mult, count)
+                    tangents.append(gast.Starred(value=nones, ctx=gast.Load()))
+            else:
+                primals.append(syntax.copy_node(arg))
+                tangents.append(self.tangent_of(arg) if self.has_tangent(arg) else syntax.const(None))
+        return syntax.tuple_(primals), syntax.tuple_(tangents)
+
+    def _jvp_call(self, stmt, target, call):
+        """`y, dy = adj.jvp(f, (x, W), (dx, None))`; a local function that closes over
+        varied values goes through `adj.closure_jvp`, with its own tangent."""
+        args = list(call.args)
+        primals, tangents = self.displays(args)
+        if isinstance(call.func, gast.Name) and call.func.id in self.varied:
+            helper = syntax.call(f"{self.alias}.closure_jvp", [call.func, self.tangent_of(call.func), primals, tangents], call.keywords)
+        else:
+            helper = syntax.call(f"{self.alias}.jvp", [call.func, primals, tangents], call.keywords)
+        pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
+        self.emit(stmt, syntax.assign(pair, helper))
+
+    def _keywords_jvp_call(self, stmt, target, call, varied):
+        """`f(x, a=y, **d)` with `y` or `d` varied: `adj.keywords_jvp(f, (x,), (dx,), {'a': y, **d},
+        {'a': dy, **dd})`, which passes them by position or into `f`'s `**kwargs` at run time."""
+        if isinstance(call.func, gast.Name) and call.func.id in self.varied:
+            self.unsupported(stmt, call, "the derivative cannot flow through keyword arguments into a "
+                             "function that carries derivatives itself (a model or a closure)",
+                             "pass the values by position")
+            return
+        constant = [k for k in call.keywords if k not in varied]
+        mapping = gast.Dict(keys=[None if k.arg is None else syntax.const(k.arg) for k in varied],
+                            values=[syntax.copy_node(k.value) for k in varied])
+        tangents_of = gast.Dict(keys=[None if k.arg is None else syntax.const(k.arg) for k in varied],
+                                values=[self.tangent_of(k.value) if self.has_tangent(k.value) else syntax.const(None) for k in varied])
+        primals, tangents = self.displays(call.args)
+        helper = syntax.call(f"{self.alias}.keywords_jvp", [call.func, primals, tangents, mapping, tangents_of], constant)
+        pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
+        self.emit(stmt, syntax.assign(pair, helper))
+
+    def _method_call(self, stmt, target, call):
+        """`x.sum(axis=0)` as `adj.method_jvp(x, dx, "sum", (), (), axis=0)`: what the method
+        is depends on the receiver's type, known only at run time."""
+        receiver = call.func.value
+        if not isinstance(receiver, gast.Name) and syntax.load_names(receiver) & self.varied:
+            self.unsupported(stmt, call, "adjoint cannot follow the derivative into this method's receiver",
+                             "assign the receiver to a name first")
+            return
+        receiver_dot = self.tangent_of(receiver) if self.has_tangent(receiver) else syntax.const(None)
+        if anno.get(call, anno.FROZEN):
+            receiver_dot = syntax.const(None)
+        primals, tangents = self.displays(call.args)
+        helper = syntax.call(f"{self.alias}.method_jvp", [
+            receiver, receiver_dot, syntax.const(call.func.attr), primals, tangents], call.keywords)
+        pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
+        self.emit(stmt, syntax.assign(pair, helper))
+
+
+class _ReverseView:
+    """What `inline.plan_for` reads of a reverse rule, for an elementwise forward rule."""
+
+    def __init__(self, primitive, partials):
+        self.primitive, self.partials, self.definition = primitive, partials, partials
+        self.rrule = partials
+
+
+def _may_widen(expression) -> bool:
+    """Whether a partial may compute in float64 for float32 operands: masks and `np.where`
+    (a 0-d float64 array is not a weak scalar), whose tangent `adj.tangent_like` casts back."""
+    for node in gast.walk(expression):
+        if isinstance(node, gast.Compare):
+            return True
+        if isinstance(node, gast.Call) and (syntax.dotted(node.func) or "").rsplit(".", 1)[-1] in ("where", "tie_weight"):
+            return True
+    return False
+
+
+def _strip_unbroadcast(expr, alias):
+    if isinstance(expr, gast.Call) and syntax.dotted(expr.func) == f"{alias}.unbroadcast":
+        return expr.args[0]
+    return expr
+
+
+def _numpy_abs():
+    import numpy as np  # noqa: PLC0415
+
+    return np.absolute
