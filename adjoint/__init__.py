@@ -10,12 +10,16 @@
 
 from . import rules as _rules  # noqa: F401  (registers the built-in rules)
 from .api import differentiable, grad, gradient, pullback, rrule, source, value_and_grad
+from .derivatives import frule, hessian, hvp, jacobian, jvp
 from .errors import AdjointError, TransformError
 from .implicit import Grads, Params, params
 from .registry import non_differentiable
 from .runtime.structs import Tangent
 from .tree import tree_leaves, tree_map
 from . import optim, testing  # noqa: E402  (adjoint.optim.SGD, adjoint.testing.check_grad)
+from .derivatives import register_constructor_rules as _register_constructor_rules
+
+_register_constructor_rules()
 
 __all__ = [
     "AdjointError",
@@ -24,8 +28,13 @@ __all__ = [
     "Tangent",
     "TransformError",
     "differentiable",
+    "frule",
     "grad",
     "gradient",
+    "hessian",
+    "hvp",
+    "jacobian",
+    "jvp",
     "non_differentiable",
     "params",
     "pullback",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import arguments, forwards, implicit, registry, runtime, structure, trainable
+from . import arguments, derivatives, forwards, implicit, registry, runtime, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
 
@@ -78,6 +78,8 @@ def grad(f, wrt=0, freeze=None):
         cotangents = back(arguments.unit(value, f))
         return arguments.select(cotangents, wrt)
 
+    if freeze is None:  # it can be differentiated again (see `adjoint.derivatives`)
+        derivatives.attach_rules(gradient_of_f, f, wrt, positions)
     return gradient_of_f
 
 
@@ -147,8 +149,9 @@ def _implicit_gradient(f, ps, kwargs):
     return implicit.Grads(ps, collector.sums, value)
 
 
-def source(f, wrt=None, *, args=None, freeze=None, params=None) -> str:
-    """The generated Python source of `f`'s forward function and pullback.
+def source(f, wrt=None, *, args=None, freeze=None, params=None, mode="vjp") -> str:
+    """The generated Python source of `f`'s forward function and pullback, or with
+    `mode="jvp"` of its forward-mode (JVP) function.
 
     `wrt` (an int or tuple of ints) picks the parameters to differentiate; by default all
     positional parameters. Given example arguments `args` (and `freeze`, as in `gradient`), the
@@ -157,6 +160,11 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None) -> str:
     shows its `__call__`, the layer first) or a bound method. With `params` (from
     `adjoint.params`), the code `gradient(f, params)` runs: also differentiated with respect to
     the globals and closure variables of `f` holding them.
+
+    With `mode="jvp"`, the JVP function `adjoint.jvp` runs. For a gradient made by
+    `adjoint.grad`, the default shows the code of the function it differentiates, and
+    `mode="jvp"` with example `args` every JVP function a Hessian-vector product at `args` runs
+    (that of the forward function, then of its pullback).
 
     >>> import numpy as np, adjoint
     >>> def f(x):
@@ -174,6 +182,14 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None) -> str:
         return (f, f_pullback)
     <BLANKLINE>
     """
+    if mode not in ("vjp", "jvp"):
+        raise AdjointError(f'source mode must be "vjp" or "jvp", not {mode!r}')
+    if mode == "jvp" or hasattr(f, "__adjoint_gradient_of__"):
+        if freeze is not None or params is not None:
+            raise AdjointError("freeze= and params= apply to reverse mode only")
+        count = len(args) if args is not None else getattr(getattr(f, "__code__", None), "co_argcount", 0)
+        positions = tuple(range(count)) if wrt is None else _positions(wrt)
+        return derivatives.derivative_source(f, positions, args, mode)
     if args is not None and not isinstance(f, types.FunctionType):  # a layer, or a bound method
         call = getattr(type(f), "__call__", None)
         if isinstance(f, types.MethodType):
@@ -244,7 +260,7 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
     freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
-    if registry.lookup(f) is not None:
+    if registry.lookup(f) is not None or hasattr(f, "__adjoint_rrule__"):  # a rule, or a derivative
         value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)

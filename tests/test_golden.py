@@ -48,6 +48,25 @@ def test_generated_source_matches_golden(name):
     assert text == path.read_text()
 
 
+JVP_CASES = {  # forward mode: `adjoint.source(f, mode="jvp")`
+    "mlp_loss_jvp": (functions.mlp_loss, (0, 1, 2, 3)),
+    "rnn_jvp": (functions.rnn, (0, 1, 2, 3)),
+    "newton_sqrt_jvp": (functions.newton_sqrt, (0,)),
+    "closure_jvp": (functions.closure, (0, 1)),
+    "two_layers_jvp": (functions.two_layers, (1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JVP_CASES))
+def test_generated_jvp_source_matches_golden(name):
+    fn, wrt = JVP_CASES[name]
+    text = adjoint.source(fn, wrt=wrt, mode="jvp")
+    path = HERE / f"{name}.txt"
+    if os.environ.get("ADJOINT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
 @pytest.mark.parametrize("name", sorted(SPECIALISED))
 def test_specialised_source_matches_golden(name):
     fn, args = SPECIALISED[name]

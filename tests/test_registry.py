@@ -36,7 +36,35 @@ def loss_of_doubled_join(a, b):
 def test_a_users_rule_may_take_a_list_of_arrays():
     from adjoint.testing import check_grad
 
-    check_grad(loss_of_doubled_join, np.ones(2), np.arange(3.0))
+    # reverse mode only: the rule's pullback builds its tuple with a generator (next test)
+    check_grad(loss_of_doubled_join, np.ones(2), np.arange(3.0), forward=False)
+
+
+def test_forward_mode_through_a_reverse_rule_whose_pullback_it_cannot_read_asks_for_an_frule():
+    with pytest.raises(adjoint.AdjointError, match=r"only a reverse rule for `doubled_join`.*@adjoint.frule"):
+        adjoint.jvp(loss_of_doubled_join, (np.ones(2), np.arange(3.0)), (np.ones(2), None))
+
+
+def softsign(x):
+    return x / (1 + np.abs(x))
+
+
+@adjoint.rrule(softsign)
+def softsign_rrule(x):
+    def softsign_pullback(g):
+        return (g / (1 + np.abs(x)) ** 2,)
+
+    return softsign(x), softsign_pullback
+
+
+def test_a_primitive_with_only_a_reverse_rule_gets_a_forward_rule_from_its_pullback():
+    from adjoint.testing import check_frule
+
+    assert adjoint.frules.lookup(softsign).kind == adjoint.frules.TRANSPOSED
+    check_frule(softsign, np.array([0.5, -2.0, 3.0]))
+    value, tangent = adjoint.jvp(lambda x: np.sum(softsign(x) ** 2), (np.array([0.5, -2.0]),), (np.ones(2),))
+    expected = np.sum(2 * softsign(np.array([0.5, -2.0])) / (1 + np.abs([0.5, -2.0])) ** 2)
+    assert float(tangent) == pytest.approx(expected)
 
 
 def test_without_sequences_a_list_operand_is_refused_at_transform_time():

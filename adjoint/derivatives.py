@@ -1,0 +1,366 @@
+"""Forward mode and derivatives of derivatives: `jvp`, `hvp`, `hessian`, `jacobian`, `frule`, and
+the rules that let a gradient be differentiated again.
+
+A gradient made by `adjoint.grad` is an ordinary function, and carries two rules:
+
+- forward (`__adjoint_frule__`): the JVP of its gradient program, `gradient_program` below,
+  whose call of the generated forward function and pullback is transformed like any other
+  code. This is forward-over-reverse: one JVP over the gradient.
+- reverse (`__adjoint_rrule__`): the cotangent `v` of a gradient maps back through the
+  symmetric Hessian, so the pullback is again one JVP of the gradient with respect to every
+  argument, in the direction `v` (the Lux recipe for a loss that holds an inner gradient).
+
+`adjoint.grad` itself has rules that hand a closure's tangent or cotangent through, so an
+inner gradient of a function that closes over differentiated values is differentiated with
+respect to them too (no perturbation confusion: each derivative has its own tangents).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+from . import arguments, forwards, frules, registry, runtime, tree
+from .compiler import pipeline
+from .runtime import calls as runtime_calls
+from .errors import AdjointError
+
+__all__ = ["jvp", "hvp", "hessian", "jacobian", "frule"]
+
+
+def jvp(f, primals, tangents):
+    """`(f(*primals), its directional derivative along tangents)`, by forward mode.
+
+    `primals` and `tangents` are tuples with one entry per positional argument; a tangent is
+    `None` for an argument held constant, and otherwise has its argument's shape (a container
+    or model: the same structure). The result's tangent mirrors the value.
+
+    >>> import numpy as np, adjoint
+    >>> def f(x, y):
+    ...     return np.sin(x) * y
+    >>> value, tangent = adjoint.jvp(f, (0.0, 2.0), (1.0, None))
+    >>> float(value), float(tangent)
+    (0.0, 2.0)
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise AdjointError(f"jvp needs one tangent per primal: got {len(primals)} primals and {len(tangents)} tangents")
+    checked = tuple(_checked_tangent(p, t, i) for i, (p, t) in enumerate(zip(primals, tangents)))
+    with forwards.recursion_headroom():
+        value, tangent = runtime.jvp(f, primals, checked, outermost=True)
+    return value, runtime.complete_tangent(tangent, value)
+
+
+def _checked_tangent(primal, tangent, index):
+    if tangent is None:
+        return None
+    if runtime.is_differentiable(primal):
+        if np.shape(tangent) != np.shape(primal):
+            raise AdjointError(
+                f"the tangent of argument {index} has shape {np.shape(tangent)}, the argument {np.shape(primal)}"
+            )
+        if isinstance(primal, np.ndarray):
+            return np.asarray(tangent, dtype=np.result_type(primal.dtype, np.asarray(tangent).dtype))
+        return tangent
+    if not tree.tree_leaves(primal):
+        raise AdjointError(
+            f"argument {index} ({type(primal).__name__}) holds no floats, so its tangent must be None"
+        )
+    return runtime.complete_tangent(tangent, primal)
+
+
+def hvp(f, x, v, *args):
+    """The Hessian of scalar `f` at `x`, times `v` (shaped like `x`): one JVP over the gradient
+    (forward-over-reverse), costing a small constant times one gradient. Further positional
+    arguments `args` are held constant.
+
+    >>> import numpy as np, adjoint
+    >>> def f(x):
+    ...     return np.sum(x ** 3)
+    >>> adjoint.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([6., 0.])
+    """
+    from .api import grad  # noqa: PLC0415
+
+    _, tangent = jvp(grad(f), (x, *args), (v,) + (None,) * len(args))
+    return tangent
+
+
+def hessian(f, wrt=0):
+    """A function computing the Hessian of scalar `f` with respect to argument `wrt`: at `x`,
+    an array of shape `x.shape + x.shape` (one Hessian-vector product per entry of `x`).
+
+    >>> import numpy as np, adjoint
+    >>> H = adjoint.hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0]))
+    >>> H
+    array([[4., 2.],
+           [2., 0.]])
+    """
+    from .api import grad  # noqa: PLC0415
+
+    gradient = grad(f, wrt)
+
+    @functools.wraps(f)
+    def hessian_of_f(*args):
+        return jacobian(gradient, wrt=wrt, mode="fwd")(*args)
+
+    return hessian_of_f
+
+
+def jacobian(f, wrt=0, mode="rev"):
+    """A function computing the Jacobian of `f` with respect to argument `wrt`: at `x`, an
+    array of shape `output.shape + x.shape`. `mode="rev"` takes one pullback per output entry
+    (best for few outputs), `mode="fwd"` one JVP per input entry (best for few inputs).
+
+    >>> import numpy as np, adjoint
+    >>> def f(x):
+    ...     return np.array([x[0] * x[1], np.sin(x[0])])
+    >>> adjoint.jacobian(f)(np.array([0.0, 2.0]))
+    array([[2., 0.],
+           [1., 0.]])
+    >>> adjoint.jacobian(f, mode="fwd")(np.array([0.0, 2.0]))
+    array([[2., 0.],
+           [1., 0.]])
+    """
+    if mode not in ("rev", "fwd"):
+        raise AdjointError(f'jacobian mode must be "rev" or "fwd", not {mode!r}')
+    if not isinstance(wrt, int) or wrt < 0:
+        raise AdjointError(f"jacobian's wrt must be a non-negative int, not {wrt!r}")
+
+    @functools.wraps(f)
+    def jacobian_of_f(*args):
+        if wrt >= len(args):
+            raise AdjointError(f"wrt names argument {wrt}, but {arguments.name_of(f)} was called with {len(args)} arguments")
+        x = args[wrt]
+        if not runtime.is_differentiable(x):
+            raise AdjointError(f"jacobian needs argument {wrt} to be a float or float array, not {type(x).__name__}")
+        x_array = np.asarray(x)
+        if mode == "fwd":
+            columns = []
+            value = None
+            for k in range(x_array.size):
+                direction = np.zeros(x_array.size, dtype=x_array.dtype)
+                direction[k] = 1
+                direction = direction.reshape(x_array.shape) if isinstance(x, np.ndarray) else direction.reshape(()).item()
+                tangents = tuple(direction if i == wrt else None for i in range(len(args)))
+                value, column = jvp(f, args, tangents)
+                columns.append(np.asarray(column))
+            out_shape = np.shape(value) if value is not None else np.shape(f(*args))
+            if not columns:
+                return np.zeros(out_shape + x_array.shape)
+            return np.stack(columns, axis=-1).reshape(out_shape + x_array.shape)
+        from .api import pullback  # noqa: PLC0415
+
+        value, back = pullback(f, *args)
+        if not runtime.is_differentiable(value):
+            raise AdjointError(f"jacobian needs {arguments.name_of(f)} to return a float or float array")
+        out = np.asarray(value)
+        rows = []
+        for k in range(out.size):
+            seed = np.zeros(out.size, dtype=out.dtype)
+            seed[k] = 1
+            seed = seed.reshape(out.shape) if isinstance(value, np.ndarray) else seed.reshape(()).item()
+            rows.append(np.asarray(back(seed)[wrt]))
+        if not rows:
+            return np.zeros(out.shape + x_array.shape)
+        return np.stack(rows).reshape(out.shape + x_array.shape)
+
+    return jacobian_of_f
+
+
+def frule(*primitives):
+    """Register a forward rule for `primitives` (a decorator): see `adjoint.frules`.
+
+    The rule is called as `rule(primals, tangents, **kwargs)`, with tuples as in `jvp`, and
+    returns `(value, tangent)`; a `None` tangent for a float part of the value is read as zeros.
+
+    >>> import numpy as np, adjoint
+    >>> def softplus(x):
+    ...     return np.log1p(np.exp(x))
+    >>> @adjoint.frule(softplus)
+    ... def softplus_frule(primals, tangents):
+    ...     (x,), (dx,) = primals, tangents
+    ...     return softplus(x), dx / (1 + np.exp(-x))
+    >>> value, tangent = adjoint.jvp(softplus, (0.0,), (2.0,))
+    >>> float(tangent)
+    1.0
+    """
+    return frules.frule(*primitives, checked=True)
+
+
+# ---- gradients differentiated again -----------------------------------------------------------
+
+def gradient_program(forward, seed, args):
+    """What a gradient computes, written as code adjoint can transform again: the generated
+    forward function, then its pullback from the seed. Forward mode differentiates this."""
+    value, pullback = forward(*args)
+    return pullback(seed(value))
+
+
+def attach_rules(gradient_function, f, wrt, positions):
+    """Give `gradient_function`, which is `adjoint.grad(f, wrt)`, its forward and reverse rules."""
+    gradient_function.__adjoint_gradient_of__ = (f, positions)
+    gradient_function.__adjoint_frule__ = functools.partial(_gradient_frule, f, wrt, positions)
+    gradient_function.__adjoint_rrule__ = functools.partial(_gradient_rrule, f, wrt, positions)
+    return gradient_function
+
+
+def _gradient_frule(f, wrt, positions, primals, tangents, closure=None, **kwargs):
+    """The gradient of `f` and its JVP along `tangents` (and `closure`, the tangents of what `f`
+    closes over)."""
+    if kwargs:
+        raise AdjointError("a gradient differentiated again takes positional arguments only")
+    cotangents, dcotangents = _gradient_jvp(f, positions, primals, tangents, closure)
+    return arguments.select(cotangents, wrt), arguments.select(dcotangents, wrt)
+
+
+def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):
+    """The cotangents of every positional argument of `f` (None outside `positions`), then of
+    the names in `captured` that `f` closes over, and the tangents of all of them, by forward
+    mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
+    primals = tuple(primals)
+    _refuse_models(f, primals)
+    reverse_wrt = tuple(i for i in positions if i < len(primals) and arguments.carries_gradient(primals[i], i, f))
+    forward = forwards.forward(f, reverse_wrt + tuple(captured), (), primals)
+    seed = functools.partial(arguments.unit, f=f)
+    program_tangents = (closure or None, None, tuple(tangents) + (None,) * (len(primals) - len(tangents)))
+    with forwards.recursion_headroom():
+        cotangents, dcotangents = runtime.jvp(gradient_program, (forward, seed, primals), program_tangents)
+    count = len(primals) + len(captured)
+    cotangents, dcotangents = registry.padded(cotangents, count), registry.padded(dcotangents, count)
+    dcotangents = tuple(
+        None if c is None else runtime.tangent_like(d, c) for c, d in zip(cotangents, dcotangents)
+    )
+    return cotangents, dcotangents
+
+
+def _gradient_rrule(f, wrt, positions, *args, closure=False, **kwargs):
+    """The gradient of `f` at `args`, and its pullback: the Hessian (symmetric) applied to the
+    cotangent `v`, as one JVP of the gradient with respect to every argument along `v`. With
+    `closure`, the pullback returns the cotangents of what `f` closes over first, by name."""
+    if kwargs:
+        raise AdjointError("a gradient differentiated again takes positional arguments only")
+    _refuse_models(f, args)
+    everything = tuple(i for i, a in enumerate(args) if arguments.carries_gradient(a, i, f))
+    captured = tuple(runtime_calls.captured_names(f)) if closure else ()
+    value = _gradient_frule(f, wrt, positions, args, (None,) * len(args))[0]
+    selected = (wrt,) if isinstance(wrt, int) else tuple(wrt)
+
+    def gradient_pullback(v):
+        parts = (v,) if isinstance(wrt, int) else tuple(v)
+        direction = [None] * len(args)
+        for position, part in zip(selected, parts):
+            direction[position] = runtime.tangent_or_zeros(part, args[position]) if part is not None else None
+        if all(d is None for d in direction):
+            cotangents = (None,) * (len(args) + len(captured))
+        else:
+            _, cotangents = _gradient_jvp(f, everything, args, tuple(direction), None, captured)
+        if closure:
+            return (dict(zip(captured, cotangents[len(args):])), *cotangents[: len(args)])
+        return tuple(cotangents)
+
+    return value, gradient_pullback
+
+
+def _refuse_models(f, args):
+    for i, a in enumerate(args):
+        if not runtime.is_differentiable(a) and tree.tree_leaves(a) and not isinstance(a, (tuple, list, dict)):
+            raise AdjointError(
+                f"a gradient of {arguments.name_of(f)} with respect to an object (argument {i}, "
+                f"{type(a).__name__}) cannot be differentiated again yet: pass its arrays as arguments"
+            )
+
+
+def derivative_source(f, positions, args, mode) -> str:
+    """What `adjoint.source` shows for a gradient made by `adjoint.grad` (the code of the function
+    it differentiates) and for forward mode (`mode="jvp"`): the JVP code of `f`, or, given example
+    `args`, every JVP function a JVP of `f` at `args` runs (for a gradient: the JVP of its
+    forward function and of its pullback)."""
+    inner = getattr(f, "__adjoint_gradient_of__", None)
+    if mode == "vjp":
+        function, wrt = inner
+        return pipeline.compiled(function, wrt).text
+    if args is None:
+        if inner is not None:
+            raise AdjointError(
+                "the forward-mode code of a gradient is generated per call: pass example arguments, "
+                "adjoint.source(adjoint.grad(f), mode=\"jvp\", args=(x,))"
+            )
+        return pipeline.compiled(f, positions, mode=pipeline.TANGENT).text
+    tangents = tuple(runtime.tangent_or_zeros(None, a) if i in positions else None for i, a in enumerate(args))
+    with pipeline.recording() as texts:
+        jvp(f, tuple(args), tangents)
+    return "\n".join(texts)
+
+
+# `adjoint.grad(f)` made inside differentiated code: the gradient carries `f`'s tangent (a
+# closure's: what it closes over), so calling it differentiates with respect to those too.
+def _grad_frule(primals, tangents, **kwargs):
+    from .api import grad  # noqa: PLC0415
+
+    return grad(*primals, **kwargs), tangents[0] if tangents else None
+
+
+# `adjoint.jvp` inside differentiated code: its generated JVP code is differentiated again, in
+# forward mode (forward-over-forward) or reverse mode (reverse-over-forward).
+def _jvp_code(f, primals, tangents, outer_tangents=None):
+    """The generated JVP function of `f` for the positions with a tangent (inner or outer), and
+    the tuple of inner tangents it takes (zeros where only the outer derivative moves one)."""
+    if not isinstance(f, types.FunctionType) or getattr(f, "__adjoint_frule__", None) is not None:
+        raise AdjointError(
+            f"adjoint.jvp of {arguments.name_of(f)} can be differentiated again only for a Python function"
+        )
+    outer = outer_tangents or (None,) * len(primals)
+    positions = tuple(i for i, (t, o) in enumerate(zip(tangents, outer)) if t is not None or o is not None)
+    inner = tuple(runtime.tangent_or_zeros(tangents[i], primals[i]) for i in positions)
+    return pipeline.jvp_function(f, positions), positions, inner
+
+
+def jvp_frule(primals, tangents):
+    """Forward mode over `adjoint.jvp(f, primals, tangents)`."""
+    (f, inner_primals, inner_tangents), (df, dprimals, dtangents) = primals, tangents
+    if df is not None:
+        raise AdjointError("adjoint.jvp of a closure over varied values cannot be differentiated again yet")
+    inner_primals, inner_tangents = tuple(inner_primals), tuple(inner_tangents)
+    dprimals = tuple(dprimals) if dprimals is not None else (None,) * len(inner_primals)
+    dtangents = tuple(dtangents) if dtangents is not None else (None,) * len(inner_primals)
+    code, positions, inner = _jvp_code(f, inner_primals, inner_tangents, dtangents)
+    douter = tuple(runtime.tangent_or_zeros(dtangents[i], inner_primals[i]) if dtangents[i] is not None else None for i in positions)
+    return runtime.jvp(code, (inner, *inner_primals), (douter, *dprimals))
+
+
+def jvp_rrule(f, primals, tangents):
+    """Reverse mode over `adjoint.jvp(f, primals, tangents)`: the generated JVP code, reversed."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    code, positions, inner = _jvp_code(f, primals, tangents)
+    wrt = (0,) + tuple(1 + i for i, p in enumerate(primals) if runtime.is_differentiable(p) or tree.tree_leaves(p))
+    value, back = runtime.vjp(wrt, code, inner, *primals)
+
+    def jvp_pullback(g):
+        cotangents = back(g)
+        dinner, dprimals = cotangents[0], cotangents[1:]
+        dtangents = [None] * len(primals)
+        for position, part in zip(positions, dinner or ()):
+            dtangents[position] = part if tangents[position] is not None else None
+        return None, tuple(dprimals), tuple(dtangents)
+
+    return value, jvp_pullback
+
+
+def register_constructor_rules():
+    from . import api  # noqa: PLC0415
+
+    registry.non_differentiable(arguments.unit)  # a gradient's seed: ones
+    frules.frule(jvp)(jvp_frule)
+    registry.rrule(jvp, sequences=True)(jvp_rrule)
+    frules.frule(api.grad)(_grad_frule)
+
+    @registry.rrule(api.grad)
+    def grad_rrule(f, wrt=0, freeze=None):
+        def grad_pullback(g):
+            return (g,)
+
+        return api.grad(f, wrt, freeze), grad_pullback
+
