@@ -222,6 +222,12 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):
     mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
     primals = tuple(primals)
     _refuse_models(f, primals)
+    if hasattr(f, "__adjoint_gradient_of__"):
+        raise AdjointError(
+            f"a gradient of a gradient of {arguments.name_of(f.__adjoint_gradient_of__[0])} cannot be "
+            "differentiated again: adjoint computes first and second derivatives (grad, jvp, hvp, hessian "
+            "and their mixes), not a third derivative yet"
+        )
     reverse_wrt = tuple(i for i in positions if i < len(primals) and arguments.carries_gradient(primals[i], i, f))
     forward = forwards.forward(f, reverse_wrt + tuple(captured), (), primals)
     seed = functools.partial(arguments.unit, f=f)
@@ -327,7 +333,8 @@ def jvp_frule(primals, tangents):
     dprimals = tuple(dprimals) if dprimals is not None else (None,) * len(inner_primals)
     dtangents = tuple(dtangents) if dtangents is not None else (None,) * len(inner_primals)
     code, positions, inner = _jvp_code(f, inner_primals, inner_tangents, dtangents)
-    douter = tuple(runtime.tangent_or_zeros(dtangents[i], inner_primals[i]) if dtangents[i] is not None else None for i in positions)
+    moved = any(dtangents[i] is not None for i in positions)
+    douter = tuple(runtime.tangent_or_zeros(dtangents[i], inner_primals[i]) for i in positions) if moved else None
     return runtime.jvp(code, (inner, *inner_primals), (douter, *dprimals))
 
 

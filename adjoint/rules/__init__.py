@@ -1,6 +1,6 @@
 """adjoint's built-in rules, one module per family of primitives; importing this registers them all."""
 
 from . import (  # noqa: F401
-    assembly, builtins, complex, containers, decompositions, elementwise, fft, linalg, math, methods, norms,
+    assembly, builtins, calls, complex, containers, decompositions, elementwise, fft, linalg, math, methods, norms,
     pullbacks, reductions, selection, sequences, shape, spacing, trigonometric,
 )

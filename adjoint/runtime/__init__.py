@@ -50,6 +50,7 @@ from .indexing import (
 )
 from .building import construct_vjp, is_constructible
 from .structs import Tangent, field_bar, item_bar
+from .nested import closure_cotangents, dropped_cotangents, filled_cotangents, prefixed_cotangents, vjp_program
 from .tangents import complete_tangent, holds_floats, tangent_like, tangent_or_zeros, zero_tangent
 from .forward_calls import closure_jvp, field_tangent, install_tangent_transformer, jvp, keywords_jvp, method_jvp
 from .linear import (
@@ -124,6 +125,11 @@ __all__ = [
     "keywords_jvp",
     "field_tangent",
     "install_tangent_transformer",
+    "vjp_program",
+    "filled_cotangents",
+    "closure_cotangents",
+    "prefixed_cotangents",
+    "dropped_cotangents",
 ]
 for _family in (assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, shaping, spectral):
     __all__ += _family.__all__

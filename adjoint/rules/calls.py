@@ -1,0 +1,100 @@
+"""Forward rules of the calls generated pullback code makes: `adj.vjp`, `adj.closure_vjp` and
+`adj.method_vjp`, so a Hessian-vector product can go through your functions, closures, methods
+and rules called from differentiated code (forward-over-reverse).
+
+Each rule finds what the call runs (a rule's `rrule`, or the generated forward function of
+your function) and takes the JVP of `adj.vjp_program` over it: the forward function's value
+and pullback, and their tangents. A pullback's tangent is what its closure's tangent is: a dict
+of the tangents of the values it closes over, so calling the pullback later is a JVP of the
+pullback's own generated code. The cotangent layouts are linear.
+"""
+
+import functools
+import types
+
+import numpy as np
+
+from .. import registry
+from .. import runtime as adj
+from ..frules import frule, linear
+
+linear(adj.filled_cotangents, adj.closure_cotangents, adj.prefixed_cotangents, adj.dropped_cotangents)
+
+
+@frule(adj.vjp)
+def vjp_frule(primals, tangents, **kwargs):
+    (wrt, fn, *args), (_, _, *dargs) = primals, tangents
+    return _program_jvp(*_plan(wrt, fn, tuple(args), tuple(dargs)), kwargs)
+
+
+@frule(adj.closure_vjp)
+def closure_vjp_frule(primals, tangents, **kwargs):
+    (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
+    args, dargs = tuple(args), tuple(dargs)
+    arg_wrt = tuple(i - 1 for i in wrt if i > 0)
+    if 0 not in wrt or not dfn:
+        forward, args, dargs, reshape, layout = _plan(arg_wrt, fn, args, dargs)
+        if reshape not in (None, adj.filled_cotangents):
+            _refuse(fn)
+        return _program_jvp(forward, args, dargs, adj.prefixed_cotangents, layout, kwargs)
+    if not isinstance(fn, types.FunctionType) or getattr(fn, "__adjoint_rrule__", None) is not None:
+        _refuse(fn)
+    captured = adj.calls.captured_names(fn)
+    if any(adj.calls._cell(fn, name) is fn for name in captured):
+        _refuse(fn, "a recursive closure")
+    forward = adj._transform_hook(fn, tuple(sorted(set(arg_wrt))) + tuple(captured), args)
+    layout = (adj.calls._positional_count(fn, len(args)), tuple(captured))
+    program = (forward, args, kwargs, adj.closure_cotangents, layout)
+    return adj.jvp(adj.vjp_program, program, (dfn, dargs, None, None, None))
+
+
+@frule(adj.method_vjp)
+def method_vjp_frule(primals, tangents, **kwargs):
+    (wrt, receiver, name, *args), (_, dreceiver, _, *dargs) = primals, tangents
+    everything, dall = (receiver, *args), (dreceiver, *dargs)
+    if isinstance(receiver, (np.ndarray, np.generic)):
+        rule = registry.lookup(getattr(receiver, name))
+        if rule is not None:
+            return _program_jvp(rule.rrule, everything, dall, adj.filled_cotangents, (everything, wrt), kwargs)
+    attribute = getattr(type(receiver), name, None)
+    if isinstance(attribute, types.FunctionType) and name not in getattr(receiver, "__dict__", ()):
+        forward = adj._transform_hook(attribute, wrt, everything)
+        return _program_jvp(forward, everything, dall, None, None, kwargs)
+    _refuse(getattr(receiver, name, receiver), f"the method `{type(receiver).__name__}.{name}`")
+
+
+def _plan(wrt, fn, args, dargs):
+    """`(forward, args, dargs, reshape, layout)` for `adj.vjp(wrt, fn, *args)`: what it runs,
+    and how its cotangents are laid out (`reshape` None: as they are)."""
+    if getattr(fn, "__adjoint_rrule__", None) is not None or isinstance(fn, type):
+        _refuse(fn)
+    rule = registry.lookup(fn) if not isinstance(fn, types.MethodType) else None
+    if rule is not None:
+        return rule.rrule, args, dargs, adj.filled_cotangents, (args, wrt)
+    if isinstance(fn, (types.MethodType, functools.partial)):
+        function, bound, keywords = adj._unwrapped(fn)
+        if keywords:
+            _refuse(fn, "a partial with keywords")
+        shifted = tuple(i + len(bound) for i in wrt)
+        forward = adj._transform_hook(function, shifted, bound + args)
+        return forward, bound + args, (None,) * len(bound) + dargs, adj.dropped_cotangents, len(bound)
+    if not isinstance(fn, types.FunctionType):
+        _refuse(fn)
+    forward = adj._transform_hook(fn, wrt, args)
+    if forward.__adjoint_arity__ != len(args):
+        _refuse(fn, "a function taking *args")
+    return forward, args, dargs, None, None
+
+
+def _program_jvp(forward, args, dargs, reshape, layout, kwargs):
+    if reshape is None:
+        return adj.jvp(forward, args, dargs, **kwargs)
+    return adj.jvp(adj.vjp_program, (forward, args, kwargs, reshape, layout), (None, dargs, None, None, None))
+
+
+def _refuse(fn, what=None):
+    name = what or f"`{getattr(fn, '__qualname__', None) or type(fn).__name__}`"
+    raise adj.RuleError(
+        f"adjoint cannot take a second derivative through {name} called from differentiated code yet: "
+        "call a plain function of the arrays instead"
+    )

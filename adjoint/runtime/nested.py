@@ -1,0 +1,76 @@
+"""Calls of pullbacks, written so forward mode can read them: what `vjp` and its siblings do,
+as small programs, for forward-over-reverse (Hessian-vector products) through generated code
+that calls your functions, methods, closures and rules.
+
+`vjp_program(forward, args, kwargs, reshape, layout)` runs a forward function and returns its
+value and a pullback whose cotangents `reshape` lays out as the caller expects (padded with
+zeros, split into a closure's and the arguments'...). Each `reshape` is linear in the
+cotangents, with a forward rule saying so (`adjoint.rules.calls`), so a JVP of the program is a
+JVP of the generated code and of its pullback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["vjp_program", "filled_cotangents", "closure_cotangents", "prefixed_cotangents", "dropped_cotangents"]
+
+
+def vjp_program(forward, args, kwargs, reshape, layout):
+    """`forward(*args, **kwargs)`, with its pullback's cotangents laid out by `reshape`.
+
+    >>> def forward(x):
+    ...     return 2 * x, lambda g: (2 * g,)
+    >>> value, pullback = vjp_program(forward, (3.0,), {}, prefixed_cotangents, None)
+    >>> value, pullback(1.0)
+    (6.0, (None, 2.0))
+    """
+    value, pullback = forward(*args, **kwargs)
+
+    def reshaped_pullback(g):
+        return reshape(pullback(g), layout)
+
+    return value, reshaped_pullback
+
+
+def filled_cotangents(cotangents, layout):
+    """A rule's cotangents as `vjp` returns them: one per argument, zeros (not None) for those
+    in `wrt`; `layout` is `(args, wrt)`.
+
+    >>> filled_cotangents((1.0,), ((2.0, 3.0, 4), (0, 1)))
+    (1.0, 0.0, None)
+    """
+    from . import zeros_for_none  # noqa: PLC0415  (the package imports this module)
+
+    args, wrt = layout
+    return zeros_for_none(lambda _: cotangents, args, wrt)(None)
+
+
+def closure_cotangents(cotangents, layout):
+    """A closure's forward function's cotangents (its arguments', then the names it closes
+    over) as `closure_vjp` returns them: the closure's dict first; `layout` is `(count, names)`.
+
+    >>> closure_cotangents((1.0, 2.0, 3.0), (1, ("w", "b")))
+    ({'w': 2.0, 'b': 3.0}, 1.0)
+    """
+    count, names = layout
+    cotangents = tuple(cotangents)
+    return (dict(zip(names, cotangents[count:])), *cotangents[:count])
+
+
+def prefixed_cotangents(cotangents, layout):
+    """The cotangents with a None in front (a function that carries none itself); a rule's
+    filled first (`layout`: `(args, wrt)`, as for `filled_cotangents`), or as they are (None).
+
+    >>> prefixed_cotangents((1.0,), None)
+    (None, 1.0)
+    """
+    return (None, *(cotangents if layout is None else filled_cotangents(cotangents, layout)))
+
+
+def dropped_cotangents(cotangents, layout):
+    """The cotangents without the first `layout` (those of a method's receiver or a partial's
+    bound arguments, held constant).
+
+    >>> dropped_cotangents((1.0, 2.0, 3.0), 1)
+    (2.0, 3.0)
+    """
+    return tuple(cotangents)[layout:]
