@@ -124,9 +124,13 @@ class _Tangent(TangentCalls):
         return code
 
     def emit(self, stmt, *statements):
-        """Add `statements` to the code, each marked as coming from `stmt`'s line."""
+        """Add `statements` to the code, each marked as coming from `stmt`'s line (and, for a
+        copy `ssa` made where control flow joins, as such a copy too)."""
+        phi = anno.get(stmt, anno.PHI)
         for new in statements:
             self.code.append(anno.copy_origin(stmt, new))
+            if phi:
+                anno.set_(new, anno.PHI, phi)
 
     # ---- statements -------------------------------------------------------------------------
 

@@ -14,8 +14,9 @@ import types
 
 import numpy as np
 
-from .. import registry
+from .. import registry, runtime
 from .. import runtime as adj
+from ..runtime import calls as runtime_calls
 from ..frules import frule, linear
 
 linear(adj.filled_cotangents, adj.closure_cotangents, adj.prefixed_cotangents, adj.dropped_cotangents)
@@ -39,11 +40,11 @@ def closure_vjp_frule(primals, tangents, **kwargs):
         return _program_jvp(forward, args, dargs, adj.prefixed_cotangents, layout, kwargs)
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__adjoint_rrule__", None) is not None:
         _refuse(fn)
-    captured = adj.calls.captured_names(fn)
-    if any(adj.calls._cell(fn, name) is fn for name in captured):
+    captured = runtime_calls.captured_names(fn)
+    if any(runtime_calls._cell(fn, name) is fn for name in captured):
         _refuse(fn, "a recursive closure")
-    forward = adj._transform_hook(fn, tuple(sorted(set(arg_wrt))) + tuple(captured), args)
-    layout = (adj.calls._positional_count(fn, len(args)), tuple(captured))
+    forward = runtime._transform_hook(fn, tuple(sorted(set(arg_wrt))) + tuple(captured), args)
+    layout = (runtime_calls._positional_count(fn, len(args)), tuple(captured))
     program = (forward, args, kwargs, adj.closure_cotangents, layout)
     return adj.jvp(adj.vjp_program, program, (dfn, dargs, None, None, None))
 
@@ -58,7 +59,7 @@ def method_vjp_frule(primals, tangents, **kwargs):
             return _program_jvp(rule.rrule, everything, dall, adj.filled_cotangents, (everything, wrt), kwargs)
     attribute = getattr(type(receiver), name, None)
     if isinstance(attribute, types.FunctionType) and name not in getattr(receiver, "__dict__", ()):
-        forward = adj._transform_hook(attribute, wrt, everything)
+        forward = runtime._transform_hook(attribute, wrt, everything)
         return _program_jvp(forward, everything, dall, None, None, kwargs)
     _refuse(getattr(receiver, name, receiver), f"the method `{type(receiver).__name__}.{name}`")
 
@@ -72,15 +73,15 @@ def _plan(wrt, fn, args, dargs):
     if rule is not None:
         return rule.rrule, args, dargs, adj.filled_cotangents, (args, wrt)
     if isinstance(fn, (types.MethodType, functools.partial)):
-        function, bound, keywords = adj._unwrapped(fn)
+        function, bound, keywords = runtime._unwrapped(fn)
         if keywords:
             _refuse(fn, "a partial with keywords")
         shifted = tuple(i + len(bound) for i in wrt)
-        forward = adj._transform_hook(function, shifted, bound + args)
+        forward = runtime._transform_hook(function, shifted, bound + args)
         return forward, bound + args, (None,) * len(bound) + dargs, adj.dropped_cotangents, len(bound)
     if not isinstance(fn, types.FunctionType):
         _refuse(fn)
-    forward = adj._transform_hook(fn, wrt, args)
+    forward = runtime._transform_hook(fn, wrt, args)
     if forward.__adjoint_arity__ != len(args):
         _refuse(fn, "a function taking *args")
     return forward, args, dargs, None, None
