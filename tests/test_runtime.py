@@ -378,7 +378,7 @@ def test_buffer_like_is_fresh_each_time():
 def test_scatter_add_accumulates_repeated_fancy_indices_in_place():
     buffer = adj.buffer_like(np.ones((2, 3)))
     value = np.array([1.0, 2.0, 3.0])
-    assert adj.scatter_add(buffer, (np.array([0, 0, 1]), np.array([1, 1, 2])), value) is None
+    assert adj.scatter_add(buffer, (np.array([0, 0, 1]), np.array([1, 1, 2])), value) is buffer
     np.testing.assert_array_equal(buffer, [[0.0, 3.0, 0.0], [0.0, 0.0, 3.0]])
     adj.scatter_add(buffer, [1, 1], np.ones((2, 3)))
     np.testing.assert_array_equal(buffer, [[0.0, 3.0, 0.0], [2.0, 2.0, 5.0]])

@@ -52,6 +52,10 @@ SHARING_CHECK = "sharing_check"
 # On `x = x + d` written by the user as `x += d`: the user's `AugAssign` statement. Written by
 # `normalize`, read by `inplace`, which checks that the rewrite is faithful.
 IN_PLACE = "in_place"
+# On an `adj.setitem`/`adj.append`/`adj.add_at` call that `normalize` made of an update in place
+# (`y[i] = v`, `xs.append(v)`, `np.add.at`), as opposed to one the source itself calls (code that
+# adjoint generated, transformed again), which updates nothing in place.
+MADE_UPDATE = "made_update"
 
 # On a call in a rule's code: the pure NumPy function it calls (a `Ref`), so `simplify` may
 # evaluate the call when its arguments are constants (`np.where(2 == 0, 1, 2 - 1)` is 1).

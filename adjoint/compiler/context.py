@@ -44,6 +44,9 @@ class Context:
     # Parameters the function updates in place (`x += 1`, `x[i] = v`), with the line: adjoint
     # rebinds them instead, which a caller inside differentiated code would notice (set by `inplace`).
     updated_parameters: set[tuple] = dataclasses.field(default_factory=set)
+    # "reverse" or "tangent" (forward mode, where a value's tangent is computed when the value
+    # is, so an update after a differentiated operation read the value changes nothing).
+    mode: str = "reverse"
     # What the user wrote for names the passes made (`x_1` is `x`, `d_item` is `d['k']`).
     user_names: dict[str, str] = dataclasses.field(default_factory=dict)
 

@@ -119,13 +119,13 @@ def _simple_statements(body):
 def _problem(stmt, index, facts: _Facts, ctx):
     """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
     value = getattr(stmt, "value", None)
-    for updated in sorted(_updated_by(stmt, facts, index)):  # named as the user wrote it
+    for updated in sorted(_updated_by(stmt, facts, index)) if ctx.mode == "reverse" else ():  # named as the user wrote it
         if any(facts.first_read.get(n, index) < index for n in facts.aliases.classes.get(updated, {updated})):
             shown = ctx.user_name(updated)
             return (value, f"this updates `{shown}` after a differentiated operation used it, so the "
                     "pullback would see the updated values", f"update a copy instead, or update `{shown}` before it is used")
     callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
-    if callee is not None and isinstance(stmt, gast.Assign) and set(_stored(stmt)) & set(facts.first_read) and (
+    if callee is not None and ctx.mode == "reverse" and isinstance(stmt, gast.Assign) and set(_stored(stmt)) & set(facts.first_read) and (
         effects.updates_its_arguments(callee)
     ):
         return (value, f"`{callee.text}` updates an array in place (an argument, or one it reaches another way), "
@@ -134,7 +134,10 @@ def _problem(stmt, index, facts: _Facts, ctx):
     update = anno.get(stmt, anno.IN_PLACE)
     if update is not None:
         return _update_problem(stmt, update, stmt.value.left.id, facts, index, ctx)
-    if isinstance(value, gast.Call) and aliases.is_container_update(value) and isinstance(value.args[0], gast.Name):
+    if (
+        isinstance(value, gast.Call) and aliases.is_container_update(value) and anno.get(value, anno.MADE_UPDATE)
+        and isinstance(value.args[0], gast.Name)
+    ):
         return _update_problem(stmt, None, value.args[0].id, facts, index, ctx)
     if isinstance(value, gast.Call) and _writes_out(value, facts.varied):
         return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
@@ -144,7 +147,7 @@ def _problem(stmt, index, facts: _Facts, ctx):
     ):
         return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
                 "differentiate", _effect_hint(value))
-    if isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and effects.may_update_globals(value):
+    if ctx.mode == "reverse" and isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and effects.may_update_globals(value):
         read = sorted(g for g in facts.global_arrays if facts.first_read.get(g, index) < index)
         if read:
             return (value, f"this call may update the module-level array the pullback reads as `{read[0]}`",

@@ -151,7 +151,7 @@ def emit(rev, record: LoopRecord) -> list:
 
 
 def buffered_contribution(rev, name, index, cotangent):
-    """`adj.scatter_add(buffer, index, cotangent)` when `name`'s cotangent can gather parts in a
+    """`buffer = adj.scatter_add(buffer, index, cotangent)` when `name`'s cotangent can gather parts in a
     buffer of an enclosing pullback loop (`name` is defined outside it), else None."""
     owner = None
     for emission in reversed(rev.emitting):
@@ -164,9 +164,9 @@ def buffered_contribution(rev, name, index, cotangent):
     if buffer is None:
         buffer = owner.record.buffers[name] = rev.ctx.namer.new(f"{rev.cot.name(name)}_parts")
     owner.buffered[name] = buffer
-    return syntax.expression_statement(
-        syntax.call(f"{rev.alias}.scatter_add", [syntax.name(buffer), index, cotangent])
-    )
+    # `buffer = adj.scatter_add(buffer, ...)`: the buffer is updated in place, and also rebound,
+    # so the code reads as a function of its inputs when it is transformed again
+    return syntax.assign(buffer, syntax.call(f"{rev.alias}.scatter_add", [syntax.name(buffer), index, cotangent]))
 
 
 def finish(rev, record: LoopRecord) -> None:

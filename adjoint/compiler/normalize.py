@@ -162,12 +162,16 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
         if is_add_at(value, self.local_names, self.ctx.fn):
             array = value.args[0].id
             parts = [syntax.name(array)] + [self.atom(a, array) for a in value.args[1:]]
-            self._emit(syntax.assign(array, syntax.call(f"{self.ctx.runtime_alias}.add_at", parts)))
+            update = syntax.call(f"{self.ctx.runtime_alias}.add_at", parts)
+            anno.set_(update, anno.MADE_UPDATE, True)
+            self._emit(syntax.assign(array, update))
             return
         if _is_append(value, self.local_names):
             lst = value.func.value.id
             element = self.atom(value.args[0], lst)
-            self._emit(syntax.assign(lst, syntax.call(f"{self.ctx.runtime_alias}.append", [syntax.name(lst), element])))
+            update = syntax.call(f"{self.ctx.runtime_alias}.append", [syntax.name(lst), element])
+            anno.set_(update, anno.MADE_UPDATE, True)
+            self._emit(syntax.assign(lst, update))
             return
         self._emit(syntax.expression_statement(self.rhs(value, _call_tag(value) or "value")))
 

@@ -52,7 +52,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     >>> print(syntax.unparse(node.body[0]))
     f = x * x
     """
-    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen), implicit)
+    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen), implicit, mode=mode)
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
     for name, transform in PASSES if mode == REVERSE else TANGENT_PASSES:

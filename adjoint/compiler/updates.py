@@ -62,6 +62,7 @@ class ItemUpdates:
     def _set_item(self, container, index, value, target):
         index = syntax.index_expression(index, self.ctx.reach("slice", slice))
         updated = syntax.call(f"{self.ctx.runtime_alias}.setitem", [container, index, value])
+        anno.set_(updated, anno.MADE_UPDATE, True)
         if isinstance(target.value, gast.Name):
             self._emit(syntax.assign(target.value.id, updated))
         elif isinstance(target.value, gast.Subscript):  # y[i][j] = v

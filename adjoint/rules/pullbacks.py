@@ -14,8 +14,8 @@ constant where the choice is: the tangent keeps the choice the primal made.
 
 Buffers are updated in place (`scatter_add`), so a buffer's tangent is a buffer of its own:
 `buffer_like`'s rule makes a fresh one (a call without a derivative would give it none),
-`scatter_add`'s adds each value's tangent into it in place and returns `(None, None)`, like the
-helper, and `from_buffer`, linear, reads it out.
+`scatter_add`'s adds each value's tangent into it in place and returns both buffers, as the
+helper returns its own, and `from_buffer`, linear, reads it out.
 """
 
 import functools
@@ -84,8 +84,8 @@ def buffer_like_frule(primals, tangents):
     return adj.buffer_like(x), adj.buffer_like(x)  # zeros, in a buffer `scatter_add` may fill
 
 
-# scatter_add(buffer, index, value) adds in place and returns None: so does its rule, into the
-# tangent buffer (from `buffer_like`'s rule), which it needs whenever the value has a tangent.
+# scatter_add(buffer, index, value) adds in place and returns the buffer: so does its rule, into
+# the tangent buffer (from `buffer_like`'s rule), which it needs whenever the value has a tangent.
 @frule(adj.scatter_add)
 def scatter_add_frule(primals, tangents):
     (buffer, index, value), (buffer_dot, _, value_dot) = primals, _padded(tangents, 3)
@@ -94,7 +94,7 @@ def scatter_add_frule(primals, tangents):
         if buffer_dot is None:
             raise adj.RuleError("scatter_add's forward rule needs the buffer's tangent: a buffer from buffer_like's rule")
         adj.scatter_add(buffer_dot, index, value_dot)
-    return None, None
+    return buffer, buffer_dot
 
 
 # ---- products ---------------------------------------------------------------------------------------

@@ -128,8 +128,9 @@ def _check_item(obj, items, index) -> None:
         )
 
 
-def scatter_add(buffer, index, value) -> None:
-    """Add `value` into `buffer[index]`, updating `buffer` in place (the caller owns it).
+def scatter_add(buffer, index, value):
+    """Add `value` into `buffer[index]`, updating `buffer` in place (the caller owns it), and
+    return `buffer`.
 
     In an array, repeated integer indices add up and a value broadcast over the slot is summed
     to its shape. A list takes an int or a slice (a slice's value is a sequence), a dict a key.
@@ -137,11 +138,10 @@ def scatter_add(buffer, index, value) -> None:
 
     >>> buffer = buffer_like(np.ones(3))
     >>> scatter_add(buffer, [0, 0, 2], np.array([1.0, 2.0, 5.0]))
-    >>> buffer
     array([3., 0., 5.])
     """
     if value is None:
-        return
+        return buffer
     if isinstance(buffer, _ObjectBuffer):
         buffer.add(index, value)
     elif isinstance(buffer, np.ndarray):
@@ -158,6 +158,7 @@ def scatter_add(buffer, index, value) -> None:
             buffer[position] = add(buffer[position], part)
     else:
         buffer[index] = add(buffer[index], value)
+    return buffer
 
 
 def from_buffer(buffer, x):

@@ -360,8 +360,10 @@ def test_a_buffers_tangent_is_a_buffer_filled_in_place(x, reads):
     for index, value in reads:
         value_dot = rng.normal(size=np.shape(value)) if np.ndim(value) else float(rng.normal())
         values_dot.append(value_dot)
-        assert scatter((buffer, index, value), (buffer_dot, None, value_dot)) == (None, None)
-    assert scatter((buffer, 0 if not isinstance(x, dict) else "w", 1.0), (buffer_dot, None, None)) == (None, None)
+        returned, returned_dot = scatter((buffer, index, value), (buffer_dot, None, value_dot))
+        assert returned is buffer and returned_dot is buffer_dot
+    returned, returned_dot = scatter((buffer, 0 if not isinstance(x, dict) else "w", 1.0), (buffer_dot, None, None))
+    assert returned is buffer and returned_dot is buffer_dot
     x_bar, x_bar_dot = frules.lookup(adj.from_buffer).frule((buffer, x), (buffer_dot, None))
     expected = adj.buffer_like(x)
     for (index, _), value_dot in zip(reads, values_dot):  # linear: the same reads of the tangents
