@@ -44,6 +44,16 @@ class TangentCalls:
             self.unsupported(stmt, call, f"forward mode cannot differentiate a starred call of `{callee.text}` yet",
                              "pass the arguments one by one")
             return
+        if callee.kind == resolve.PYTHON and frules.lookup(callee.obj) is not None and not starred:
+            # a Python function with a forward rule of its own (a runtime helper): its rule
+            keywords = {k.arg: k.value for k in call.keywords}
+            if any(syntax.load_names(v) & self.varied for v in keywords.values()):
+                self.unsupported(stmt, call, f"the derivative cannot flow through a keyword argument of `{callee.text}`",
+                                 "pass the differentiable value by position")
+                return
+            self.ctx.rely_on(callee.text, callee.obj)
+            self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text, func=call.func)
+            return
         if callee.kind == resolve.PYTHON and call.keywords:
             _keywords_to_positions(call, callee.obj)
             self.ctx.rely_on(callee.text, callee.obj)
