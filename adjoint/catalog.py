@@ -5,8 +5,8 @@ with the arguments its rule takes, and every function declared to carry no gradi
 `make docs`); a test keeps the two in sync, so the table is never out of date.
 
 >>> entry = next(e for e in entries() if e.name == "np.sum")
->>> entry.call, entry.family, entry.inlined
-('np.sum(a, axis=None, dtype=None, *, keepdims=False)', 'reductions', True)
+>>> entry.call, entry.family, entry.inlined, entry.forward
+('np.sum(a, axis=None, dtype=None, *, keepdims=False)', 'reductions', True, 'linear')
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from . import registry
+from . import frules, registry
 from .compiler import inline
 
 _OPERATORS = {
@@ -36,14 +36,17 @@ _NAMESPACES = [("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft), ("math"
 class Entry:
     """One supported primitive: its public `name` (`np.sum`, `x.sum` for an array method,
     `a + b` for an operator), how to `call` it with the arguments the rule takes, its rule
-    `family` (the module of `adjoint/rules/` defining it), and whether generated code has the
-    rule's math `inlined` as NumPy expressions (otherwise the rule is called)."""
+    `family` (the module of `adjoint/rules/` defining it), whether generated code has the
+    reverse rule's math `inlined` as NumPy expressions (otherwise the rule is called), and the
+    kind of its `forward` rule (`adjoint.frules`: elementwise, linear and multilinear ones are
+    inlined too)."""
 
     name: str
     call: str
     family: str
     inlined: bool
     aliases: tuple[str, ...] = ()
+    forward: str = frules.RULE
 
 
 def entries(builtin_only: bool = True) -> list[Entry]:
@@ -58,9 +61,10 @@ def entries(builtin_only: bool = True) -> list[Entry]:
         names = _names(primitive)
         if not names:
             continue  # the runtime's own primitives (`adj.setitem`), which users never call
+        forward = frules.lookup(primitive)
         found.append(Entry(
             names[0], _call(names[0], rule), module.rsplit(".", 1)[-1],
-            inline.plan_for(rule) is not None, tuple(names[1:]),
+            inline.plan_for(rule) is not None, tuple(names[1:]), forward.kind if forward is not None else "none",
         ))
     return sorted(found, key=lambda e: (e.family, e.name))
 
@@ -81,18 +85,22 @@ def markdown() -> str:
         "releases added are listed when they exist). Each function is listed with the arguments its rule",
         "takes: a keyword that is not listed (`out=`, `where=`...) is refused with an error naming it.",
         "*Inlined* rules are written into the generated code as NumPy expressions; the others are",
-        "called. Register a rule for anything missing with `@adjoint.rrule` and check it with",
-        "`adjoint.testing.check_rrule`.",
+        "called. Every function has a reverse rule (gradients) and a forward rule (`adjoint.jvp`,",
+        "Hessian-vector products): an elementwise, linear or multilinear forward rule is inlined",
+        "(`dy = dx * (1 - y ** 2)`, `ds = np.sum(dx, axis=1)`, `dz = da @ b + a @ db`), a *rule* is",
+        "called. Register rules for anything missing with `@adjoint.rrule` and `@adjoint.frule`, and",
+        "check them with `adjoint.testing.check_rrule` (which checks the forward rule too).",
         "",
     ]
     by_family: dict[str, list[Entry]] = {}
     for entry in entries():
         by_family.setdefault(entry.family, []).append(entry)
     for family, group in by_family.items():
-        lines += [f"## {family}", "", "| function | call | in generated code |", "|---|---|---|"]
+        lines += [f"## {family}", "", "| function | call | reverse rule | forward rule |", "|---|---|---|---|"]
         for e in group:
             also = f" (also {', '.join(f'`{a}`' for a in e.aliases)})" if e.aliases else ""
-            lines.append(f"| `{e.name}`{also} | `{e.call}` | {'inlined' if e.inlined else 'called'} |")
+            forward = "*rule*" if e.forward == frules.RULE else e.forward
+            lines.append(f"| `{e.name}`{also} | `{e.call}` | {'inlined' if e.inlined else 'called'} | {forward} |")
         lines.append("")
     lines += [
         "## Without gradient",

@@ -45,3 +45,15 @@ def test_rule_tests_only_name_registered_primitives():
     for module in TESTED_MODULES:
         for primitive in getattr(module, "RRULE_PRIMITIVES", ()):
             assert registry.lookup(primitive) is not None, f"{module.__name__} lists {primitive!r}, which has no rule"
+
+
+def test_every_builtin_rule_has_a_forward_rule_of_its_own():
+    # not one derived from the pullback (`frules.TRANSPOSED`, for users' rules): a written rule
+    from adjoint import frules
+
+    missing = sorted(
+        f"{getattr(p, '__module__', None) or type(p).__name__}.{getattr(p, '__qualname__', repr(p))}"
+        for p in _builtin_rules().values()
+        if frules.lookup(p) is None or frules.lookup(p).kind == frules.TRANSPOSED
+    )
+    assert not missing, f"built-in rules without a forward rule: {missing}"
