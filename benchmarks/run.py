@@ -1,4 +1,5 @@
-"""Gradient time of adjoint (and autograd, when installed) divided by hand-written NumPy's.
+"""Gradient time of adjoint (and autograd, when installed) divided by hand-written NumPy's, and
+the same for a Hessian-vector product (`hvp`: forward mode over the gradient).
 
 Every system's gradient is checked against the hand-written one before it is timed; rounds
 are interleaved and medians reported; BLAS runs on one thread. Run with `make bench`.
@@ -149,6 +150,41 @@ def scalar_autograd(a, b):
     return s
 
 
+def mlp_hvp_hand(W1, b1, W2, b2, x, y, V1, v1, V2, v2):
+    """The Hessian of `mlp_loss` times (V1, v1, V2, v2), by hand: tangents forward, then the
+    tangent of each backward step (Pearlmutter's R-operator)."""
+    n = x.shape[0]
+    h = np.tanh(x @ W1 + b1)
+    z = h @ W2 + b2
+    e = np.exp(z - np.max(z, axis=1, keepdims=True))
+    p = e / np.sum(e, axis=1, keepdims=True)
+    rows = np.sum(y, axis=1, keepdims=True)
+    dh = (1 - h * h) * (x @ V1 + v1)
+    dz = dh @ W2 + h @ V2 + v2
+    dp = p * (dz - np.sum(p * dz, axis=1, keepdims=True))
+    gz, rgz = (p * rows - y) / n, dp * rows / n
+    gh = gz @ W2.T
+    rgh = rgz @ W2.T + gz @ V2.T
+    rga = rgh * (1 - h * h) - gh * 2 * h * dh
+    return x.T @ rga, np.sum(rga, axis=0), dh.T @ gz + h.T @ rgz, np.sum(rgz, axis=0)
+
+
+def hvp_row(rng):
+    """`hvp`: the Hessian-vector product of the `mlp_small` loss with respect to its weights."""
+    args = mlp_inputs(8, 16, 4, 4, rng)
+    directions = [rng.normal(size=np.shape(a)) for a in args[:4]]
+    gradient = adjoint.grad(mlp_loss, wrt=(0, 1, 2, 3))
+    candidates = {
+        "hand-written": lambda *a: mlp_hvp_hand(*a, *directions),
+        "adjoint": lambda *a: adjoint.jvp(gradient, a, (*directions, None, None))[1],
+    }
+    if autograd:
+        inner = autograd.grad(lambda ps, x, y: mlp_autograd(*ps, x, y))  # its hvp: reverse over reverse
+        product = autograd.grad(lambda ps, x, y: sum(anp.sum(g * d) for g, d in zip(inner(ps, x, y), directions)))
+        candidates["autograd"] = lambda *a: product(tuple(a[:4]), a[4], a[5])
+    return "hvp (mlp_small loss)", candidates, args
+
+
 def mlp_inputs(n_in, n_hidden, n_out, batch, rng):
     y = np.eye(n_out)[rng.integers(0, n_out, size=batch)]
     return [
@@ -197,12 +233,17 @@ def main():
     rng = np.random.default_rng(0)
     systems = ["hand-written", "adjoint"] + (["autograd"] if autograd else [])
     rows = []
+    cases = []
     for name, (loss, hand, ag_loss, args, wrt) in workloads(rng).items():
         structural = wrt is None  # `loss` makes adjoint's gradient function for these arrays
         candidates = {"hand-written": hand, "adjoint": loss(*args) if structural else adjoint.grad(loss, wrt=wrt)}
         wrt = (0, 1, 2, 3) if structural else wrt
         if autograd:
-            candidates["autograd"] = autograd.grad(lambda *a: ag_loss(*a), argnum=list(wrt))
+            candidates["autograd"] = autograd.grad(lambda *a, ag_loss=ag_loss: ag_loss(*a), argnum=list(wrt))
+        cases.append((name, candidates, args))
+    cases.append(hvp_row(rng))
+    for name, candidates, args in cases:
+        hand = candidates["hand-written"]
         expected = hand(*args)
         for system, fn in candidates.items():
             for got, want in zip(fn(*args), expected):
