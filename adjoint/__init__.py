@@ -17,9 +17,9 @@ from .registry import non_differentiable
 from .runtime.structs import Tangent
 from .tree import tree_leaves, tree_map
 from . import optim, testing  # noqa: E402  (adjoint.optim.SGD, adjoint.testing.check_grad)
-from .derivatives import register_constructor_rules as _register_constructor_rules
+from . import composition as _composition  # noqa: E402
 
-_register_constructor_rules()
+_composition.register()  # the rules that let derivatives compose (they need the API above)
 
 __all__ = [
     "AdjointError",

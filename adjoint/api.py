@@ -80,6 +80,8 @@ def grad(f, wrt=0, freeze=None):
 
     if freeze is None:  # it can be differentiated again (see `adjoint.derivatives`)
         derivatives.attach_rules(gradient_of_f, f, wrt, positions)
+    else:
+        derivatives.refuse_differentiating(gradient_of_f, "grad with freeze=")
     return gradient_of_f
 
 
@@ -109,6 +111,10 @@ def value_and_grad(f, wrt=0, has_aux=False, freeze=None):
             cotangents = back(arguments.unit(value, f))
         return value, arguments.select(cotangents, wrt)
 
+    if freeze is None and not has_aux:  # it can be differentiated again (see `adjoint.derivatives`)
+        derivatives.attach_value_and_grad_rules(value_and_gradient_of_f, f, wrt, positions)
+    else:
+        derivatives.refuse_differentiating(value_and_gradient_of_f, "value_and_grad with has_aux= or freeze=")
     return value_and_gradient_of_f
 
 

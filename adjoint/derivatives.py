@@ -18,7 +18,6 @@ respect to them too (no perturbation confusion: each derivative has its own tang
 from __future__ import annotations
 
 import functools
-import types
 
 import numpy as np
 
@@ -61,8 +60,10 @@ def _checked_tangent(primal, tangent, index):
             raise AdjointError(
                 f"the tangent of argument {index} has shape {np.shape(tangent)}, the argument {np.shape(primal)}"
             )
-        if isinstance(primal, np.ndarray):
-            return np.asarray(tangent, dtype=np.result_type(primal.dtype, np.asarray(tangent).dtype))
+        if np.iscomplexobj(tangent) and not np.iscomplexobj(primal):
+            raise AdjointError(f"argument {index} is real, so its tangent must be real, not complex")
+        if isinstance(primal, np.ndarray):  # the argument's precision (a float32 argument, a float32 tangent)
+            return np.asarray(tangent, dtype=primal.dtype)
         return tangent
     if not tree.tree_leaves(primal):
         raise AdjointError(
@@ -146,6 +147,8 @@ def jacobian(f, wrt=0, mode="rev"):
                 direction = direction.reshape(x_array.shape) if isinstance(x, np.ndarray) else direction.reshape(()).item()
                 tangents = tuple(direction if i == wrt else None for i in range(len(args)))
                 value, column = jvp(f, args, tangents)
+                if not runtime.is_differentiable(value):
+                    raise AdjointError(f"jacobian needs {arguments.name_of(f)} to return a float or float array")
                 columns.append(np.asarray(column))
             out_shape = np.shape(value) if value is not None else np.shape(f(*args))
             if not columns:
@@ -207,6 +210,49 @@ def attach_rules(gradient_function, f, wrt, positions):
     return gradient_function
 
 
+def attach_value_and_grad_rules(function, f, wrt, positions):
+    """Give `function`, which is `adjoint.value_and_grad(f, wrt)`, forward and reverse rules:
+    the value's are `f`'s own (by `jvp` and the gradient), the gradient's as for `grad`."""
+
+    def value_and_grad_frule(primals, tangents, closure=None, **kwargs):
+        if closure:
+            raise AdjointError("value_and_grad of a closure over varied values cannot be differentiated again yet")
+        value, dvalue = runtime.jvp(f, tuple(primals), tuple(tangents))
+        gradient, dgradient = _gradient_frule(f, wrt, positions, primals, tangents)
+        return (value, gradient), (dvalue, dgradient)
+
+    def value_and_grad_rrule(*args, closure=False, **kwargs):
+        if closure:
+            raise AdjointError("value_and_grad of a closure over varied values cannot be differentiated again yet")
+        gradient, gradient_pullback = _gradient_rrule(f, wrt, positions, *args)
+        value = f(*args)
+
+        def value_and_grad_pullback(g):
+            value_bar, gradient_bar = g if g is not None else (None, None)
+            cotangents = list(gradient_pullback(gradient_bar)) if gradient_bar is not None else [None] * len(args)
+            if value_bar is not None:  # the value's cotangent times the gradient of every argument
+                everything = tuple(i for i, a in enumerate(args) if arguments.carries_gradient(a, i, f))
+                full, _ = _gradient_jvp(f, everything, args, (None,) * len(args), None)
+                cotangents = [runtime.add(c, None if d is None else value_bar * d) for c, d in zip(cotangents, full)]
+            return tuple(cotangents)
+
+        return (value, gradient), value_and_grad_pullback
+
+    function.__adjoint_frule__ = value_and_grad_frule
+    function.__adjoint_rrule__ = value_and_grad_rrule
+    return function
+
+
+def refuse_differentiating(function, what):
+    """Make differentiating `function` (a derivative adjoint made) refuse, naming `what` it is."""
+
+    def refused(*args, **kwargs):
+        raise AdjointError(f"{what} cannot be differentiated again yet: use adjoint.grad without them")
+
+    function.__adjoint_frule__ = function.__adjoint_rrule__ = refused
+    return function
+
+
 def _gradient_frule(f, wrt, positions, primals, tangents, closure=None, **kwargs):
     """The gradient of `f` and its JVP along `tangents` (and `closure`, the tangents of what `f`
     closes over)."""
@@ -221,6 +267,14 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):
     the names in `captured` that `f` closes over, and the tangents of all of them, by forward
     mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
     primals = tuple(primals)
+    function, bound, keywords = runtime._unwrapped(f)
+    if bound and not keywords:  # a bound method, partial or callable object: what it binds is constant
+        count = len(bound)
+        cotangents, dcotangents = _gradient_jvp(
+            function, tuple(i + count for i in positions), bound + primals, (None,) * count + tuple(tangents),
+            closure, captured,
+        )
+        return cotangents[count:], dcotangents[count:]
     _refuse_models(f, primals)
     if hasattr(f, "__adjoint_gradient_of__"):
         raise AdjointError(
@@ -245,27 +299,35 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):
 def _gradient_rrule(f, wrt, positions, *args, closure=False, **kwargs):
     """The gradient of `f` at `args`, and its pullback: the Hessian (symmetric) applied to the
     cotangent `v`, as one JVP of the gradient with respect to every argument along `v`. With
-    `closure`, the pullback returns the cotangents of what `f` closes over first, by name."""
+    `closure`, the pullback returns first the cotangents of what `f` closes over, by name (and
+    of the float default values the call leaves to `f`, by parameter), as `closure_vjp` does."""
     if kwargs:
         raise AdjointError("a gradient differentiated again takes positional arguments only")
     _refuse_models(f, args)
-    everything = tuple(i for i, a in enumerate(args) if arguments.carries_gradient(a, i, f))
     captured = tuple(runtime_calls.captured_names(f)) if closure else ()
+    defaulted = runtime_calls._defaulted(f, args, {}) if closure else {}
+    full = tuple(args)
+    if defaulted:  # the defaults as arguments, so the pullback reaches them
+        first = f.__code__.co_argcount - len(f.__defaults__)
+        full += tuple(f.__defaults__[i - first] for i in range(len(args), max(defaulted) + 1))
+    everything = tuple(i for i, a in enumerate(full) if arguments.carries_gradient(a, i, f))
     value = _gradient_frule(f, wrt, positions, args, (None,) * len(args))[0]
     selected = (wrt,) if isinstance(wrt, int) else tuple(wrt)
 
     def gradient_pullback(v):
         parts = (v,) if isinstance(wrt, int) else tuple(v)
-        direction = [None] * len(args)
+        direction = [None] * len(full)
         for position, part in zip(selected, parts):
             direction[position] = runtime.tangent_or_zeros(part, args[position]) if part is not None else None
         if all(d is None for d in direction):
-            cotangents = (None,) * (len(args) + len(captured))
+            cotangents = (None,) * (len(full) + len(captured))
         else:
-            _, cotangents = _gradient_jvp(f, everything, args, tuple(direction), None, captured)
-        if closure:
-            return (dict(zip(captured, cotangents[len(args):])), *cotangents[: len(args)])
-        return tuple(cotangents)
+            _, cotangents = _gradient_jvp(f, everything, full, tuple(direction), None, captured)
+        if not closure:
+            return tuple(cotangents)
+        closure_bar = dict(zip(captured, cotangents[len(full):]))
+        closure_bar.update({name: cotangents[position] for position, name in defaulted.items()})
+        return (closure_bar, *cotangents[: len(args)])
 
     return value, gradient_pullback
 
@@ -299,75 +361,3 @@ def derivative_source(f, positions, args, mode) -> str:
     with pipeline.recording() as texts:
         jvp(f, tuple(args), tangents)
     return "\n".join(texts)
-
-
-# `adjoint.grad(f)` made inside differentiated code: the gradient carries `f`'s tangent (a
-# closure's: what it closes over), so calling it differentiates with respect to those too.
-def _grad_frule(primals, tangents, **kwargs):
-    from .api import grad  # noqa: PLC0415
-
-    return grad(*primals, **kwargs), tangents[0] if tangents else None
-
-
-# `adjoint.jvp` inside differentiated code: its generated JVP code is differentiated again, in
-# forward mode (forward-over-forward) or reverse mode (reverse-over-forward).
-def _jvp_code(f, primals, tangents, outer_tangents=None):
-    """The generated JVP function of `f` for the positions with a tangent (inner or outer), and
-    the tuple of inner tangents it takes (zeros where only the outer derivative moves one)."""
-    if not isinstance(f, types.FunctionType) or getattr(f, "__adjoint_frule__", None) is not None:
-        raise AdjointError(
-            f"adjoint.jvp of {arguments.name_of(f)} can be differentiated again only for a Python function"
-        )
-    outer = outer_tangents or (None,) * len(primals)
-    positions = tuple(i for i, (t, o) in enumerate(zip(tangents, outer)) if t is not None or o is not None)
-    inner = tuple(runtime.tangent_or_zeros(tangents[i], primals[i]) for i in positions)
-    return pipeline.jvp_function(f, positions), positions, inner
-
-
-def jvp_frule(primals, tangents):
-    """Forward mode over `adjoint.jvp(f, primals, tangents)`."""
-    (f, inner_primals, inner_tangents), (df, dprimals, dtangents) = primals, tangents
-    if df is not None:
-        raise AdjointError("adjoint.jvp of a closure over varied values cannot be differentiated again yet")
-    inner_primals, inner_tangents = tuple(inner_primals), tuple(inner_tangents)
-    dprimals = tuple(dprimals) if dprimals is not None else (None,) * len(inner_primals)
-    dtangents = tuple(dtangents) if dtangents is not None else (None,) * len(inner_primals)
-    code, positions, inner = _jvp_code(f, inner_primals, inner_tangents, dtangents)
-    moved = any(dtangents[i] is not None for i in positions)
-    douter = tuple(runtime.tangent_or_zeros(dtangents[i], inner_primals[i]) for i in positions) if moved else None
-    return runtime.jvp(code, (inner, *inner_primals), (douter, *dprimals))
-
-
-def jvp_rrule(f, primals, tangents):
-    """Reverse mode over `adjoint.jvp(f, primals, tangents)`: the generated JVP code, reversed."""
-    primals, tangents = tuple(primals), tuple(tangents)
-    code, positions, inner = _jvp_code(f, primals, tangents)
-    wrt = (0,) + tuple(1 + i for i, p in enumerate(primals) if runtime.is_differentiable(p) or tree.tree_leaves(p))
-    value, back = runtime.vjp(wrt, code, inner, *primals)
-
-    def jvp_pullback(g):
-        cotangents = back(g)
-        dinner, dprimals = cotangents[0], cotangents[1:]
-        dtangents = [None] * len(primals)
-        for position, part in zip(positions, dinner or ()):
-            dtangents[position] = part if tangents[position] is not None else None
-        return None, tuple(dprimals), tuple(dtangents)
-
-    return value, jvp_pullback
-
-
-def register_constructor_rules():
-    from . import api  # noqa: PLC0415
-
-    registry.non_differentiable(arguments.unit)  # a gradient's seed: ones
-    frules.frule(jvp)(jvp_frule)
-    registry.rrule(jvp, sequences=True)(jvp_rrule)
-    frules.frule(api.grad)(_grad_frule)
-
-    @registry.rrule(api.grad)
-    def grad_rrule(f, wrt=0, freeze=None):
-        def grad_pullback(g):
-            return (g,)
-
-        return api.grad(f, wrt, freeze), grad_pullback
-

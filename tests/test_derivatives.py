@@ -337,3 +337,110 @@ def test_a_loss_holding_an_input_gradient_is_differentiated_with_respect_to_the_
 
         expected = (along(1e-6) - along(-1e-6)) / 2e-6
         assert float(np.sum(g[index] * direction)) == pytest.approx(expected, rel=1e-5, abs=1e-7)
+
+
+# ---- regressions from review ---------------------------------------------------------------------
+
+G = adjoint.grad
+
+
+def test_an_inner_gradient_of_a_function_calling_another_closure_over_the_outer_variable():
+    def outer(x):
+        net = lambda t: x * t * t
+        return x * G(lambda t: net(t))(1.0)  # = 2 x^2
+
+    assert G(outer)(1.5) == pytest.approx(6.0)
+    assert adjoint.jvp(outer, (1.5,), (1.0,))[1] == pytest.approx(6.0)
+
+
+def pinn_through_a_closure(params, xs):
+    net = lambda x: network(params, x)
+    return sum(np.sum((G(lambda t: net(t))(x) - 1.0) ** 2) for x in xs)
+
+
+def test_a_physics_informed_loss_through_a_closure_is_not_treated_as_a_constant():
+    params = [RNG.normal(size=(2, 4)) * 0.5, RNG.normal(size=4) * 0.1, RNG.normal(size=4)]
+    xs = [RNG.normal(size=2) for _ in range(2)]
+    g = G(pinn_through_a_closure)(params, xs)
+    direction = RNG.normal(size=params[0].shape)
+    moved = lambda t: pinn_through_a_closure([params[0] + t * direction, *params[1:]], xs)
+    expected = (moved(1e-6) - moved(-1e-6)) / 2e-6
+    assert float(np.sum(g[0] * direction)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_an_inner_gradient_of_a_closure_with_default_values():
+    def constant_default(x):
+        f = lambda y, k=2.0: x * k * y * y  # 4 x^2
+        return x * G(f)(1.0)
+
+    def outer_through_a_default(x):
+        return x * G(lambda y, x=x: x * y * y)(1.0)  # 2 x^2
+
+    assert G(constant_default)(1.5) == pytest.approx(12.0)
+    assert adjoint.jvp(constant_default, (1.5,), (1.0,))[1] == pytest.approx(12.0)
+    assert G(outer_through_a_default)(1.5) == pytest.approx(6.0)
+
+
+class Quadratic:
+    def loss(self, w, x):
+        return np.sum(np.sin(x @ w))
+
+
+def test_hvp_of_a_bound_method():
+    w, v, x = np.ones(3), np.array([1.0, 0.0, 2.0]), np.ones((2, 3)) * 0.3
+    gradient = G(Quadratic().loss)
+    expected = (gradient(w + 1e-6 * v, x) - gradient(w - 1e-6 * v, x)) / 2e-6
+    np.testing.assert_allclose(adjoint.hvp(Quadratic().loss, w, v, x), expected, rtol=1e-6, atol=1e-9)
+
+
+def test_second_derivatives_through_rules_that_are_called_not_inlined():
+    f = lambda w: np.sum(np.array([w[0] * w[1], w[1]]) ** 3)
+    w, v = np.array([1.0, 2.0]), np.array([1.0, 0.0])
+    expected = (G(f)(w + 1e-6 * v) - G(f)(w - 1e-6 * v)) / 2e-6
+    np.testing.assert_allclose(adjoint.hvp(f, w, v), expected, rtol=1e-6)
+    h = lambda x: max(x * x, 3.0 * x)
+    assert G(G(h))(1.3) == 0.0 and G(G(h))(3.5) == pytest.approx(2.0)
+
+
+def squared_sines(w, x):
+    return np.sum(np.sin(w * x) ** 2)
+
+
+def through_a_helper(w, x):
+    return squared_sines(w, x)
+
+
+@pytest.mark.parametrize("inner", [squared_sines, through_a_helper])
+def test_grad_and_jvp_of_a_function_calling_jvp_with_constant_arguments(inner):
+    x, u = np.array([0.3, 1.1]), np.array([1.0, 0.5])
+
+    def k(w):
+        return adjoint.jvp(inner, (w, x), (u, None))[1] ** 2
+
+    w, v = np.array([0.7, -0.2]), np.array([1.0, 2.0])
+    expected = np.array([(k(w + 1e-6 * e) - k(w - 1e-6 * e)) / 2e-6 for e in np.eye(2)])
+    np.testing.assert_allclose(G(k)(w), expected, rtol=1e-6)
+    assert adjoint.jvp(k, (w,), (v,))[1] == pytest.approx(expected @ v, rel=1e-6)
+
+
+def test_value_and_grad_inside_a_differentiated_function():
+    def f(x, w):
+        return np.sin(x * w) * w
+
+    def loss(w):
+        value, slope = adjoint.value_and_grad(f)(0.7, w)
+        return value * slope + slope ** 2
+
+    expected = (loss(1.3 + 1e-6) - loss(1.3 - 1e-6)) / 2e-6
+    assert G(loss)(1.3) == pytest.approx(expected, rel=1e-6)
+    assert adjoint.jvp(loss, (1.3,), (1.0,))[1] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("inside, message", [
+    (lambda w: adjoint.hvp(lambda y: w * y ** 3, 1.0, 1.0), "third derivative"),
+    (lambda w: adjoint.grad(lambda y: w * y, freeze=[])(1.0), "freeze="),
+    (lambda w: adjoint.pullback(lambda y: w * y, 1.0)[0], "use adjoint.grad or adjoint.jvp"),
+])
+def test_apis_that_cannot_be_differentiated_again_say_so(inside, message):
+    with pytest.raises(adjoint.AdjointError, match=message):
+        G(inside)(1.3)

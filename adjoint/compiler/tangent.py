@@ -99,16 +99,12 @@ class _Tangent(TangentCalls):
         """`dx, dW = f_tangents`: one tangent per entry of `wrt`."""
         args = self.node.args
         params = [a.id for a in args.posonlyargs + args.args]
-        names = []
-        for entry in self.ctx.wrt:
-            if isinstance(entry, int):
-                names.append(params[entry] if entry < len(params) else None)
-            elif entry == "**":
-                names.append(args.kwarg.id)
-            else:
-                names.append(entry)
-        if any(n is None for n in names):  # `*args` positions: one tuple of tangents for them all
-            names = [n for n in names if n is not None] + [args.vararg.id]
+        # positions, then one tuple for the `*args` positions, then closure variables and "**",
+        # in `wrt`'s order: as `adj.jvp` passes them
+        names = [params[e] for e in self.ctx.wrt if isinstance(e, int) and e < len(params)]
+        if any(isinstance(e, int) and e >= len(params) for e in self.ctx.wrt):
+            names.append(args.vararg.id)
+        names += [args.kwarg.id if e == "**" else e for e in self.ctx.wrt if isinstance(e, str)]
         if not names:
             return []
         stored = [syntax.store(self.dot(n)) for n in names]

@@ -41,8 +41,7 @@ class TangentCalls:
         callee = anno.get(call, anno.CALLEE)
         starred = any(isinstance(a, gast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
         if starred and callee.kind == resolve.RULE:
-            self.unsupported(stmt, call, f"forward mode cannot differentiate a starred call of `{callee.text}` yet",
-                             "pass the arguments one by one")
+            self._starred_rule_call(stmt, target, call, callee)
             return
         if callee.kind == resolve.PYTHON and frules.lookup(callee.obj) is not None and not starred:
             # a Python function with a forward rule of its own (a runtime helper): its rule
@@ -118,6 +117,19 @@ class TangentCalls:
         keyword_nodes = [gast.keyword(arg=k, value=v) for k, v in keywords.items()]
         self.emit(stmt, syntax.assign(pair, syntax.call(syntax.name(name), [primals, tangents], keyword_nodes)))
 
+    def _starred_rule_call(self, stmt, target, call, callee):
+        """`max(*xs, **options)`: the forward rule called with the starred tuples of primals and
+        tangents (`(*xs,)`, `(*dxs,)`); a `**` mapping that varies is refused."""
+        rule = frules.lookup(callee.obj)
+        if rule is None or any(syntax.load_names(k.value) & self.varied for k in call.keywords):
+            self.unsupported(stmt, call, f"forward mode cannot differentiate this starred call of `{callee.text}` yet",
+                             "pass the arguments one by one")
+            return
+        name = self.ctx.inject(rule.frule, getattr(rule.frule, "__name__", "frule"))
+        primals, tangents = self.displays(call.args)
+        pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
+        self.emit(stmt, syntax.assign(pair, syntax.call(syntax.name(name), [primals, tangents], call.keywords)))
+
     def _is_sequence(self, arg) -> bool:
         return isinstance(arg, gast.Name) and arg.id in self.sequences
 
@@ -137,10 +149,9 @@ class TangentCalls:
         expression = terms[0]
         for term in terms[1:]:
             expression = syntax.binop(expression, gast.Add, term)
-        broadcast = len(args) > 1 and any(
-            not self.has_tangent(a) and not (isinstance(a, gast.Constant) or (isinstance(a, gast.Name) and a.id in self.numbers))
-            for a in args
-        )
+        # a constant operand (data, or an array made here) may broadcast the tangent's shape:
+        # only a literal number certainly does not
+        broadcast = len(args) > 1 and any(not self.has_tangent(a) and not isinstance(a, gast.Constant) for a in args)
         if broadcast or id(primitive) in _REAL_VALUED or primitive is _numpy_abs() or _may_widen(expression):
             expression = syntax.call(f"{self.alias}.tangent_like", [expression, syntax.name(target)])
         return expression

@@ -24,8 +24,10 @@ linear(adj.filled_cotangents, adj.closure_cotangents, adj.prefixed_cotangents, a
 
 @frule(adj.vjp)
 def vjp_frule(primals, tangents, **kwargs):
-    (wrt, fn, *args), (_, _, *dargs) = primals, tangents
-    return _program_jvp(*_plan(wrt, fn, tuple(args), tuple(dargs)), kwargs)
+    # `fn` may close over values that vary here though the reverse code held it constant (a
+    # closure a gradient's function calls): its tangent, `dfn`, comes along
+    (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
+    return _program_jvp(*_plan(wrt, fn, tuple(args), tuple(dargs), dfn), kwargs, dfn)
 
 
 @frule(adj.closure_vjp)
@@ -33,20 +35,22 @@ def closure_vjp_frule(primals, tangents, **kwargs):
     (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
     args, dargs = tuple(args), tuple(dargs)
     arg_wrt = tuple(i - 1 for i in wrt if i > 0)
-    if 0 not in wrt or not dfn:
-        forward, args, dargs, reshape, layout = _plan(arg_wrt, fn, args, dargs)
+    if 0 not in wrt or not (isinstance(fn, types.FunctionType) and runtime_calls.captured_names(fn)):
+        forward, args, dargs, reshape, layout = _plan(arg_wrt, fn, args, dargs, dfn)
         if reshape not in (None, adj.filled_cotangents):
             _refuse(fn)
-        return _program_jvp(forward, args, dargs, adj.prefixed_cotangents, layout, kwargs)
+        return _program_jvp(forward, args, dargs, adj.prefixed_cotangents, layout, kwargs, dfn)
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__adjoint_rrule__", None) is not None:
         _refuse(fn)
+    if runtime_calls._defaulted(fn, args, kwargs):
+        _refuse(fn, "a nested function whose float default values carry a derivative")
     captured = runtime_calls.captured_names(fn)
     if any(runtime_calls._cell(fn, name) is fn for name in captured):
         _refuse(fn, "a recursive closure")
     forward = runtime._transform_hook(fn, tuple(sorted(set(arg_wrt))) + tuple(captured), args)
     layout = (runtime_calls._positional_count(fn, len(args)), tuple(captured))
     program = (forward, args, kwargs, adj.closure_cotangents, layout)
-    return adj.jvp(adj.vjp_program, program, (dfn, dargs, None, None, None))
+    return adj.jvp(adj.vjp_program, program, (dfn or None, dargs, None, None, None))
 
 
 @frule(adj.method_vjp)
@@ -64,14 +68,19 @@ def method_vjp_frule(primals, tangents, **kwargs):
     _refuse(getattr(receiver, name, receiver), f"the method `{type(receiver).__name__}.{name}`")
 
 
-def _plan(wrt, fn, args, dargs):
+def _plan(wrt, fn, args, dargs, dfn=None):
     """`(forward, args, dargs, reshape, layout)` for `adj.vjp(wrt, fn, *args)`: what it runs,
-    and how its cotangents are laid out (`reshape` None: as they are)."""
-    if getattr(fn, "__adjoint_rrule__", None) is not None or isinstance(fn, type):
+    and how its cotangents are laid out (`reshape` None: as they are). `dfn`, the tangent of
+    `fn` (a closure's), is followed only into a Python function's own code."""
+    if getattr(fn, "__adjoint_rrule__", None) is not None:
+        _refuse(fn, "a gradient called inside a function whose gradient is differentiated again (a third derivative)")
+    if isinstance(fn, type):
         _refuse(fn)
     rule = registry.lookup(fn) if not isinstance(fn, types.MethodType) else None
     if rule is not None:
         return rule.rrule, args, dargs, adj.filled_cotangents, (args, wrt)
+    if dfn and not isinstance(fn, types.FunctionType):
+        _refuse(fn, "a method, partial or callable object holding values that vary")
     if isinstance(fn, (types.MethodType, functools.partial)):
         function, bound, keywords = runtime._unwrapped(fn)
         if keywords:
@@ -87,10 +96,12 @@ def _plan(wrt, fn, args, dargs):
     return forward, args, dargs, None, None
 
 
-def _program_jvp(forward, args, dargs, reshape, layout, kwargs):
+def _program_jvp(forward, args, dargs, reshape, layout, kwargs, dforward=None):
+    """The JVP of `forward(*args)` and its pullback; `dforward`: the tangents of what the
+    function `forward` was generated from closes over (the generated code shares its cells)."""
     if reshape is None:
-        return adj.jvp(forward, args, dargs, **kwargs)
-    return adj.jvp(adj.vjp_program, (forward, args, kwargs, reshape, layout), (None, dargs, None, None, None))
+        return adj.closure_jvp(forward, dforward, args, dargs, **kwargs)
+    return adj.jvp(adj.vjp_program, (forward, args, kwargs, reshape, layout), (dforward or None, dargs, None, None, None))
 
 
 def _refuse(fn, what=None):

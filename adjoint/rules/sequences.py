@@ -53,6 +53,9 @@ def _unarray(g, obj):
     return adj.cotangent_like(g, obj)
 
 
+linear(_unarray)  # in `g`: forward mode over `array_pullback` (a Hessian-vector product) uses it
+
+
 # `np.float64(s)` and its kin: a conversion between floats; the gradient is cast back.
 def _float_conversion(kind):
     def conversion_rrule(x=0.0):

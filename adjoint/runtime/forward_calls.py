@@ -88,8 +88,9 @@ def closure_jvp(fn, fn_tangent, primals, tangents, /, **kwargs):
     over to their tangents (a bound method's or callable object's: the receiver's tangent).
 
     >>> import numpy as np
-    >>> w = np.array([2.0, 3.0])
-    >>> f = lambda x: x * w
+    >>> def scaled(w):
+    ...     return lambda x: x * w
+    >>> f = scaled(np.array([2.0, 3.0]))
     >>> closure_jvp(f, {"w": np.ones(2)}, (np.ones(2),), (None,))
     (array([2., 3.]), array([1., 1.]))
     """
@@ -142,9 +143,13 @@ def keywords_jvp(fn, primals, tangents, mapping, mapping_tangent, /, **named):
     if not through:
         return jvp(fn, tuple(primals), tuple(tangents), **keywords, **named)
     if not (isinstance(fn, types.FunctionType) and fn.__code__.co_flags & inspect.CO_VARKEYWORDS):
+        name = sorted(through)[0]
+        keyword_only = isinstance(fn, types.FunctionType) and name in fn.__code__.co_varnames[
+            fn.__code__.co_argcount : fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
+        hint = "make it a positional parameter" if keyword_only else "pass it by position"
         raise RuleError(
-            f"the derivative cannot flow through the keyword argument `{sorted(through)[0]}=` into "
-            f"`{getattr(fn, '__qualname__', fn)}`: pass it by position"
+            f"the derivative cannot flow through the keyword argument `{name}=` into "
+            f"`{getattr(fn, '__qualname__', fn)}`: {hint}"
         )
     everything = {**keywords, **named}
     dkwargs = {k: through[k] if k in through else zero_tangent(v) for k, v in everything.items()}

@@ -60,6 +60,10 @@ def tangent_like(tangent, value):
     array([[1., 2.],
            [1., 2.]], dtype=float32)
     """
+    if type(tangent) is np.ndarray and type(value) is np.ndarray and tangent.shape == value.shape and (
+        tangent.dtype == value.dtype
+    ):
+        return tangent  # the common case, kept cheap
     if type(value) in (tuple, list) and type(tangent) in (tuple, list):
         return type(value)(tangent_like(t, v) for t, v in zip(tangent, value))
     if tangent is None:

@@ -198,13 +198,23 @@ def starred_rule_call(xs):
     return np.maximum(*xs)
 
 
+def test_a_starred_call_of_a_rule_calls_its_forward_rule():
+    assert "maximum_frule((*xs,), (*dxs,))" in jvp_source(starred_rule_call)
+    check_jvp(starred_rule_call, [X, X[::-1].copy()])
+
+
+def varied_default(x, w):
+    f = lambda t, s=w: t * s
+    return f(x)
+
+
 def keyword_into_a_closure(x, w):
     f = lambda t, scale=1.0: t * scale * w
     return f(x, scale=w)
 
 
 @pytest.mark.parametrize("f, args, tangents, message", [
-    (starred_rule_call, ([X, X],), ([X, X],), "starred call of `np.maximum`"),
+    (varied_default, (X, 2.0), (X, 1.0), "a default value cannot carry a derivative in forward mode"),
     (keyword_into_a_closure, (X, 2.0), (X, 1.0), "keyword arguments into a function that carries derivatives itself"),
 ])
 def test_refusals_name_the_users_line(f, args, tangents, message):
@@ -213,3 +223,52 @@ def test_refusals_name_the_users_line(f, args, tangents, message):
     text = str(caught.value)
     assert message in text
     assert "test_tangent.py:" in text
+
+
+# ---- regressions from review --------------------------------------------------------------------
+
+def plus_zeros(s):
+    return np.sum(np.zeros(3) + s)
+
+
+def plus_data(b, X):
+    return np.sum(np.tanh(X) + b)
+
+
+def returned_broadcast(b):
+    return np.linspace(0.0, 1.0, 5) + b
+
+
+def test_a_scalar_tangent_is_broadcast_against_arrays_made_inside_or_held_constant():
+    assert adjoint.jvp(plus_zeros, (0.5,), (1.0,))[1] == pytest.approx(3.0)
+    assert adjoint.jvp(plus_data, (0.5, M), (1.0, None))[1] == pytest.approx(6.0)
+    assert adjoint.jvp(returned_broadcast, (0.5,), (1.0,))[1].shape == (5,)
+    check_jvp(lambda b: plus_data(b, M) ** 2, 0.5)
+
+
+def closure_with_star_args(x, w):
+    def inner(*args):
+        return np.sum(args[0] * w)
+
+    return inner(x)
+
+
+def star_and_kwargs(v, *args, **kw):
+    return v + sum(args) + kw["z"]
+
+
+def calls_star_and_kwargs(x, w):
+    return star_and_kwargs(x, w, z=x)
+
+
+def test_star_args_tangents_come_before_closure_and_keyword_tangents():
+    check_jvp(closure_with_star_args, X, X[::-1].copy())
+    check_jvp(calls_star_and_kwargs, X, 0.5)
+
+
+def test_a_tangent_takes_its_arguments_precision_and_a_real_argument_refuses_a_complex_one():
+    x32 = X.astype(np.float32)
+    value, tangent = adjoint.jvp(np.sin, (x32,), (np.ones(3),))
+    assert tangent.dtype == np.float32
+    with pytest.raises(adjoint.AdjointError, match="must be real"):
+        adjoint.jvp(np.sin, (X,), (X * 1j,))
