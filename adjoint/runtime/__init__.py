@@ -28,7 +28,13 @@ The rules of each NumPy family (`adjoint.rules`) have their helpers in a module 
   where they read;
 - `contraction`: each operand's cotangent in products (`tensordot`, `einsum`, `kron`...);
 - `factorizations`: inverses, determinants and decompositions (`svd`, `eigh`, `qr`...);
-- `spectral`: FFTs' cotangents, padded, cropped or folded back to their input.
+- `spectral`: FFTs' cotangents, padded, cropped or folded back to their input;
+- `perturbations` and `reducing_tangents`: the tangents of decompositions and of the
+  reductions' cotangents (forward mode over generated pullbacks).
+
+Forward mode's own helpers: `tangents` (zero tangents, tangents made to match their value),
+`forward_calls` (`jvp` and its siblings, the way into another function's JVP), `nested` (what
+`vjp` does, written so forward mode can read it).
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ from .linear import (
     untranspose,
 )
 # The helpers of each family of rules, every name in each module's `__all__`.
-from . import assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, shaping, spectral
+from . import assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping, spectral
 from .assembly import *  # noqa: F401,F403
 from .contraction import *  # noqa: F401,F403
 from .factorizations import *  # noqa: F401,F403
@@ -66,6 +72,7 @@ from .perturbations import *  # noqa: F401,F403
 from .gathering import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
 from .reducing import *  # noqa: F401,F403
+from .reducing_tangents import *  # noqa: F401,F403
 from .shaping import *  # noqa: F401,F403
 from .spectral import *  # noqa: F401,F403
 
@@ -131,7 +138,7 @@ __all__ = [
     "prefixed_cotangents",
     "dropped_cotangents",
 ]
-for _family in (assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, shaping, spectral):
+for _family in (assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping, spectral):
     __all__ += _family.__all__
 
 

@@ -1,5 +1,6 @@
 """Helpers of elementwise rules: quotients that are 0 where their divisor is, a series where a
-formula cancels, and cotangents that only float operands take."""
+formula cancels, and cotangents that only float operands take; and the second derivatives
+(`sinc_second_derivative`, `trigamma`) that forward mode over a gradient reads through them."""
 
 from __future__ import annotations
 
@@ -50,6 +51,21 @@ def sinc_derivative(x):
     return slope.astype(precision if precision.kind in "fc" else dtype)[()]
 
 
+def sinc_second_derivative(x):
+    """sinc''(x) = -pi^2 sinc(x) - 2 sinc'(x) / x, and -pi^2 / 3 at 0; `sinc_derivative` has the
+    slope to double precision near 0, where it is x times a series, so dividing by x loses nothing.
+
+    >>> sinc_second_derivative(np.array([0.0, 1.0]))  # -pi^2 / 3 and 2
+    array([-3.28986813,  2.        ])
+    """
+    wide = np.asarray(x, dtype=np.result_type(x, np.float64))
+    at_zero = wide == 0
+    over_x = np.where(at_zero, -np.pi ** 2 / 3, sinc_derivative(wide) / np.where(at_zero, 1, wide))
+    curvature = -np.pi ** 2 * np.sinc(wide) - 2 * over_x
+    precision = getattr(x, "dtype", wide.dtype)
+    return curvature.astype(precision if precision.kind in "fc" else wide.dtype)[()]
+
+
 def unbroadcast_float(g, x):
     """`unbroadcast(g, x)` for a float or complex operand `x`; for a (nested) list or tuple of
     values that NumPy read as an array, each value's entry of it; None for the rest (an int
@@ -94,3 +110,28 @@ def digamma(x) -> float:
     for coefficient in reversed(_DIGAMMA_SERIES):
         series = coefficient + t * series
     return shift + math.log(x) - 0.5 / x - t * series
+
+
+# psi_1(x) ~ 1/x + 1/2x^2 + sum_k B_2k / x^(2k + 1): from x = 10 on, the next term is below 6e-17.
+_TRIGAMMA_SERIES = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510]
+
+
+def trigamma(x) -> float:
+    """psi_1(x), digamma's derivative: as `digamma` computes, by reflection below 1/2
+    (psi_1(1 - x) + psi_1(x) = pi^2 / sin^2(pi x)), the recurrence psi_1(x) = psi_1(x + 1) + 1 / x^2
+    up to 10, and the asymptotic series there.
+
+    >>> round(trigamma(1.0), 14)  # pi^2 / 6, 1.6449340668482264...
+    1.64493406684823
+    """
+    x = float(x)
+    if x < 0.5:
+        return (math.pi / math.sin(math.pi * (x - round(x)))) ** 2 - trigamma(1 - x)
+    shift = 0.0
+    while x < 10.0:
+        shift += 1 / (x * x)
+        x += 1
+    t, series = 1 / (x * x), 0.0
+    for coefficient in reversed(_TRIGAMMA_SERIES):
+        series = t * (coefficient + series)
+    return shift + 1 / x + 0.5 * t + series / x

@@ -9,7 +9,8 @@ a subgradient, rather than NaN. Complex inputs follow JAX's convention (`dL = Re
 
 Forward mode: most reductions' tangents pair such a cotangent for `g = 1` (the partials) with
 the tangent over each slice, `sum(partials * t)`, in the rules themselves; each
-`<name>_tangent(t, x, ...)` here is a forward rule that is more than that.
+`<name>_tangent(t, x, ...)` here is a forward rule that is more than that. The tangents of the
+pieces below, for forward mode over these helpers (over a gradient), are in `reducing_tangents`.
 """
 
 from __future__ import annotations
@@ -43,12 +44,16 @@ def zero_at_nan(bar, x):
     items, x = x, from_sequence(x)
     if bar is None or not is_differentiable(x):
         return None
-    return _as_cotangent(np.where(np.isnan(x), 0, np.asarray(bar)), x, items)
+    return as_cotangent(np.where(np.isnan(x), 0, np.asarray(bar)), x, items)
 
 
-def _as_cotangent(bar, x, items):
+def as_cotangent(bar, x, items):
     """`bar`, which broadcasts to the shape of `x` (`items`, read as an array), as the cotangent
-    of `items` (see the module docstring)."""
+    of `items` (see the module docstring).
+
+    >>> as_cotangent(np.array(2.0), np.zeros(2), [0.0, 0.0])
+    [np.float64(2.0), np.float64(2.0)]
+    """
     return as_sequence(unreduce(bar, x), items)
 
 
@@ -86,7 +91,7 @@ def _variance_bar(g, x, axis, ddof, keepdims, skip_nan):
     else:
         count = math.prod(np.shape(x)[a] for a in axes)
         centered = x - np.mean(x, axis=axes, keepdims=True)
-    return _as_cotangent(spread(g, axes, keepdims) * 2 * np.conj(centered) / (count - ddof), x, items)
+    return as_cotangent(spread(g, axes, keepdims) * 2 * np.conj(centered) / (count - ddof), x, items)
 
 
 # ---- extremes ---------------------------------------------------------------------------------
@@ -103,7 +108,7 @@ def ptp_bar(g, x, axis=None, keepdims=False):
         return None
     highest = unreduce_chosen(g, x, np.max(x, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
     lowest = unreduce_chosen(g, x, np.min(x, axis=axis, keepdims=keepdims), axis=axis, keepdims=keepdims)
-    return _as_cotangent(highest - lowest, x, items)
+    return as_cotangent(highest - lowest, x, items)
 
 
 # ---- scans ------------------------------------------------------------------------------------
@@ -118,8 +123,8 @@ def cumsum_bar(g, x, axis=None, include_initial=False):
     items, x = x, from_sequence(x)
     if not is_differentiable(x):
         return None
-    line, g = _scanned(g, axis, include_initial)
-    return _as_cotangent(np.reshape(np.flip(np.cumsum(np.flip(g, line), axis=line), line), np.shape(x)), x, items)
+    line, g = scanned(g, axis, include_initial)
+    return as_cotangent(np.reshape(np.flip(np.cumsum(np.flip(g, line), axis=line), line), np.shape(x)), x, items)
 
 
 def cumprod_bar(g, x, axis=None, include_initial=False):
@@ -135,17 +140,21 @@ def cumprod_bar(g, x, axis=None, include_initial=False):
     items, x = x, from_sequence(x)
     if not is_differentiable(x):
         return None
-    line, g = _scanned(g, axis, include_initial)
+    line, g = scanned(g, axis, include_initial)
     values = np.moveaxis(np.ravel(x) if axis is None else np.asarray(x), line, -1)
     before = np.cumprod(np.concatenate([np.ones_like(values[..., :1]), values[..., :-1]], axis=-1), axis=-1)
     after = np.concatenate([values[..., 1:], np.zeros_like(values[..., :1])], axis=-1)
-    bar = np.moveaxis(before * _suffix_scan(np.moveaxis(g, line, -1), after), -1, line)
-    return _as_cotangent(np.reshape(bar, np.shape(x)), x, items)
+    bar = np.moveaxis(before * suffix_scan(np.moveaxis(g, line, -1), after), -1, line)
+    return as_cotangent(np.reshape(bar, np.shape(x)), x, items)
 
 
-def _scanned(g, axis, include_initial):
+def scanned(g, axis, include_initial):
     """The scanned axis of a scan's cotangent `g` (0 for a flattened scan), and `g` without the
-    initial entry `include_initial` put first along it."""
+    initial entry `include_initial` put first along it.
+
+    >>> scanned(np.array([0.0, 1.0, 2.0]), None, True)
+    (0, array([1., 2.]))
+    """
     g = np.asarray(g)
     line = 0 if axis is None else int(axis) % g.ndim
     if include_initial:
@@ -153,9 +162,13 @@ def _scanned(g, axis, include_initial):
     return line, g
 
 
-def _suffix_scan(b, c):
+def suffix_scan(b, c):
     """`s` with `s_i = b_i + c_i s_{i+1}` along the last axis (0 past the end), in log2(n)
-    vectorised doubling steps: each step keeps `s_i = s'_i + c'_i s_{i+step}` true."""
+    vectorised doubling steps: each step keeps `s_i = s'_i + c'_i s_{i+step}` true.
+
+    >>> suffix_scan(np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0, 2.0]))
+    array([7., 3., 1.])
+    """
     s, step = b, 1
     while step < b.shape[-1]:
         s = np.concatenate([s[..., :-step] + c[..., :-step] * s[..., step:], s[..., -step:]], axis=-1)
@@ -170,7 +183,7 @@ def cumprod_tangent(t, x, axis=None, include_initial=False):
     `np.cumulative_prod`'s: the leading 1 has tangent 0.
 
     `y_k = y_(k-1) x_k`, so `dy_k = x_k dy_(k-1) + y_(k-1) t_k`: a linear recurrence, which is
-    `_suffix_scan`'s run backwards.
+    `suffix_scan`'s run backwards.
 
     >>> cumprod_tangent(np.array([1.0, 0.0, 0.0]), np.array([2.0, 0.0, 3.0]))
     array([1., 0., 0.])
@@ -179,7 +192,7 @@ def cumprod_tangent(t, x, axis=None, include_initial=False):
     values = np.moveaxis(np.ravel(x) if axis is None else np.asarray(x), line, -1)
     t = np.moveaxis(np.reshape(t, values.shape) if axis is None else np.asarray(t), line, -1)
     before = np.cumprod(np.concatenate([np.ones_like(values[..., :1]), values[..., :-1]], axis=-1), axis=-1)
-    dy = np.flip(_suffix_scan(np.flip(before * t, -1), np.flip(values, -1)), -1)
+    dy = np.flip(suffix_scan(np.flip(before * t, -1), np.flip(values, -1)), -1)
     if include_initial:
         dy = np.concatenate([np.zeros_like(dy[..., :1]), dy], axis=-1)
     return np.moveaxis(dy, -1, line)
@@ -198,9 +211,9 @@ def average_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
     items, a = a, from_sequence(a)
     if not is_differentiable(a):
         return None
-    _, axes, w, total = _weighing(a, weights, axis)
-    g_average, _ = _average_parts(g, returned)
-    return _as_cotangent(spread(g_average, axes, keepdims) * w / total, a, items)
+    _, axes, w, total = weighing(a, weights, axis)
+    g_average, _ = average_parts(g, returned)
+    return as_cotangent(spread(g_average, axes, keepdims) * w / total, a, items)
 
 
 def average_weights_bar(g, a, weights=None, axis=None, returned=False, keepdims=False):
@@ -213,22 +226,26 @@ def average_weights_bar(g, a, weights=None, axis=None, returned=False, keepdims=
     items, weights = weights, from_sequence(weights)
     if not is_differentiable(weights):
         return None
-    x, axes, w, total = _weighing(a, weights, axis)
+    x, axes, w, total = weighing(a, weights, axis)
     average = np.sum(x * w, axis=axes, keepdims=True) / total
-    g_average, g_total = _average_parts(g, returned)
+    g_average, g_total = average_parts(g, returned)
     bar = spread(g_average, axes, keepdims) * (x - average) / total + spread(g_total, axes, keepdims)
     aligned = sum_to_shape(np.broadcast_to(bar, x.shape), w.shape)
     if np.shape(weights) != x.shape:  # undo NumPy's alignment of the reduced axes' weights
         order = np.argsort(axes)
         aligned = np.transpose(np.reshape(aligned, np.transpose(weights, order).shape), np.argsort(order))
-    return _as_cotangent(aligned, weights, items)
+    return as_cotangent(aligned, weights, items)
 
 
-def _weighing(a, weights, axis):
+def weighing(a, weights, axis):
     """`(a as an array, its reduced axes, weights aligned with it, their sum per slice)`.
 
     As NumPy does, weights of another shape than `a`'s are those of the reduced axes, in the
-    order `axis` lists them (1-D for one axis)."""
+    order `axis` lists them (1-D for one axis).
+
+    >>> weighing(np.array([5.0, 7.0]), np.array([1.0, 3.0]), None)
+    (array([5., 7.]), (0,), array([1., 3.]), array([4.]))
+    """
     x = np.asarray(a)
     axes = reduced_axes(axis, x.ndim)
     if weights is None:
@@ -241,8 +258,12 @@ def _weighing(a, weights, axis):
     return x, axes, w, total
 
 
-def _average_parts(g, returned):
-    """The cotangents of the average and of the sum of weights, 0.0 for one nothing flowed into."""
+def average_parts(g, returned):
+    """The cotangents of the average and of the sum of weights, 0.0 for one nothing flowed into.
+
+    >>> average_parts((None, 2.0), returned=True), average_parts(1.0, returned=False)
+    ((0.0, 2.0), (1.0, 0.0))
+    """
     g_average, g_total = g if returned else (g, None)
     return (0.0 if g_average is None else g_average), (0.0 if g_total is None else g_total)
 
@@ -255,13 +276,13 @@ def average_tangent(t_a, t_weights, a, weights=None, axis=None, returned=False, 
     >>> average_tangent(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([5.0, 7.0]), np.array([1.0, 3.0]))
     np.float64(0.375)
     """
-    x, axes, w, total = _weighing(a, weights, axis)
+    x, axes, w, total = weighing(a, weights, axis)
     average = np.sum(x * w, axis=axes, keepdims=True) / total
     change, total_change = np.zeros_like(average), np.zeros_like(total)
     if t_a is not None:
         change = change + np.sum(w * np.asarray(tangent_or_zeros(t_a, a)), axis=axes, keepdims=True)
     if t_weights is not None and weights is not None:
-        _, _, t_w, total_change = _weighing(a, tangent_or_zeros(t_weights, weights), axis)
+        _, _, t_w, total_change = weighing(a, tangent_or_zeros(t_weights, weights), axis)
         change = change + np.sum(t_w * (x - average), axis=axes, keepdims=True)
     tangents = (change / total, total_change)
     if not keepdims:
@@ -293,12 +314,16 @@ def norm_bar(g, x, ans, ord=None, axis=None, keepdims=False):
         bar = g * _matrix_norm_partial(x, ord, axes)
     else:
         bar = g * _vector_norm_partial(x, ans, ord, axes[0])
-    return _as_cotangent(bar, x, items)
+    return as_cotangent(bar, x, items)
 
 
-def _phase(x):
+def phase(x):
     """`d|x| = Re(phase * dx)`: `sign(x)` for real `x`, `conj(x) / |x|` for complex, 0 at 0 (the
-    partial of `np.abs`)."""
+    partial of `np.abs`).
+
+    >>> phase(np.array([-2.0, 0.0, 3.0]))
+    array([-1.,  0.,  1.])
+    """
     return divide_or_zero(np.conj(x), np.abs(x))
 
 
@@ -307,12 +332,12 @@ def _vector_norm_partial(x, ans, ord, axis):
     if ord == 0:  # the count of nonzero entries: piecewise constant
         return np.zeros_like(magnitude)
     if ord == 1:
-        return _phase(x)
+        return phase(x)
     if ord in (np.inf, -np.inf):
-        return _phase(x) * _shared(magnitude, ord, axis)
+        return phase(x) * shared(magnitude, ord, axis)
     # d ||x||_p = (|x| / ||x||_p)^(p - 1) d|x|; 0 where |x| = 0, even for p < 1
     ratio = divide_or_zero(magnitude, ans)
-    return _phase(x) * np.where(ratio > 0, np.where(ratio > 0, ratio, 1) ** (ord - 1), 0)
+    return phase(x) * np.where(ratio > 0, np.where(ratio > 0, ratio, 1) ** (ord - 1), 0)
 
 
 def _matrix_norm_partial(x, ord, axes):
@@ -326,11 +351,15 @@ def _matrix_norm_partial(x, ord, axes):
         return np.moveaxis(np.conj(u @ vh), (-2, -1), axes)
     # ord 1 / -1: the largest / smallest sum of |x| over rows (a column's); inf / -inf: over columns
     summed, across = (rows, columns) if ord in (1, -1) else (columns, rows)
-    return _phase(x) * _shared(np.sum(np.abs(x), axis=summed, keepdims=True), ord, across)
+    return phase(x) * shared(np.sum(np.abs(x), axis=summed, keepdims=True), ord, across)
 
 
-def _shared(values, ord, axis):
-    """1 / (number of ties) at the largest (`ord > 0`) or smallest of `values` along `axis`, else 0."""
+def shared(values, ord, axis):
+    """1 / (number of ties) at the largest (`ord > 0`) or smallest of `values` along `axis`, else 0.
+
+    >>> shared(np.array([3.0, 1.0, 3.0]), np.inf, 0)
+    array([0.5, 0. , 0.5])
+    """
     extreme = (np.max if ord > 0 else np.min)(values, axis=axis, keepdims=True)
     chosen = values == extreme
     return chosen / np.sum(chosen, axis=axis, keepdims=True)
@@ -348,8 +377,8 @@ def logsumexp_bar(g, a, ans, axis=None, b=None, keepdims=False):
     items, a = a, from_sequence(a)
     if not is_differentiable(a):
         return None
-    shares = _exp_shares(g, a, ans, axis, b, keepdims)
-    return _as_cotangent(sum_to_shape(shares if b is None else shares * b, np.shape(a)), a, items)
+    shares = exp_shares(g, a, ans, axis, b, keepdims)
+    return as_cotangent(sum_to_shape(shares if b is None else shares * b, np.shape(a)), a, items)
 
 
 def logsumexp_b_bar(g, a, ans, axis=None, b=None, keepdims=False):
@@ -361,7 +390,7 @@ def logsumexp_b_bar(g, a, ans, axis=None, b=None, keepdims=False):
     items, b = b, from_sequence(b)
     if not is_differentiable(b):
         return None
-    return _as_cotangent(sum_to_shape(_exp_shares(g, a, ans, axis, b, keepdims), np.shape(b)), b, items)
+    return as_cotangent(sum_to_shape(exp_shares(g, a, ans, axis, b, keepdims), np.shape(b)), b, items)
 
 
 def logsumexp_tangent(t_a, t_b, a, ans, axis=None, b=None, keepdims=False):
@@ -374,12 +403,16 @@ def logsumexp_tangent(t_a, t_b, a, ans, axis=None, b=None, keepdims=False):
     change = 0.0 if t_a is None else np.asarray(tangent_or_zeros(t_a, a)) * (1.0 if b is None else np.asarray(b))
     if t_b is not None:
         change = change + np.asarray(tangent_or_zeros(t_b, b))
-    shares = _exp_shares(1.0, a, ans, axis, b, keepdims)
+    shares = exp_shares(1.0, a, ans, axis, b, keepdims)
     return np.sum(shares * change, axis=reduced_axes(axis, shares.ndim), keepdims=keepdims)[()]
 
 
-def _exp_shares(g, a, ans, axis, b, keepdims):
-    """`g exp(a - ans)` over `a` broadcast against `b`, whose shape the reduction reads."""
+def exp_shares(g, a, ans, axis, b, keepdims):
+    """`g exp(a - ans)` over `a` broadcast against `b`, whose shape the reduction reads.
+
+    >>> exp_shares(1.0, np.log(np.array([1.0, 3.0])), np.log(4.0), None, None, False)
+    array([0.25, 0.75])
+    """
     x = np.asarray(a)
     x = np.broadcast_to(x, np.broadcast_shapes(x.shape, np.shape(b)))
     axes = reduced_axes(axis, x.ndim)

@@ -1,5 +1,5 @@
-"""Forward rules of the runtime helpers that generated pullback code calls (adjoint/rules/pullbacks.py),
-which forward mode over a gradient (Hessian-vector products) runs through.
+"""Forward rules of the runtime helpers that generated pullback code calls (adjoint/rules/pullbacks.py
+and pullback_reductions.py), which forward mode over a gradient (Hessian-vector products) runs through.
 
 Each helper is checked with check_frule at arguments of the shapes its rules pass it, in float64
 and float32. Helpers whose arguments the rules compute from one another (`ans = np.max(x)` for
@@ -392,10 +392,11 @@ def test_scatter_add_refuses_a_tangent_with_no_buffer_to_go_into():
 def _helpers_called_by_rules() -> set:
     """The names of the `adj.<name>` (and `adj.<module>.<name>`) the rules' modules read, outside
     forward-mode code, which generated pullback code never runs: forward rules (functions named
-    or decorated `*frule*`, `*forward*`, `*jvp*`) and this module's subject, rules/pullbacks.py."""
+    or decorated `*frule*`, `*forward*`, `*jvp*`) and this module's subject, rules/pullbacks.py and
+    rules/pullback_reductions.py."""
     names = set()
     for path in sorted(RULES.glob("*.py")):
-        if path.name == "pullbacks.py":
+        if path.name in ("pullbacks.py", "pullback_reductions.py"):
             continue
         tree = ast.parse(path.read_text())
         forward = {
