@@ -93,3 +93,14 @@ def copy_origin(source, target):
             if get(node, ORIGIN) is None:
                 set_(node, ORIGIN, origin)
     return target
+
+
+def located(stmt):
+    """Where a problem with a normalized statement is reported: the user's line it came from
+    (statements `normalize` made have no position of their own)."""
+    return _Position(get(stmt, ORIGIN))
+
+
+class _Position:
+    def __init__(self, line):
+        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = line, 0, line, None

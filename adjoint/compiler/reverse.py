@@ -101,7 +101,7 @@ class _Reverse(calls.CallAdjoints):
         anno.copy_origin(ret, pullback)
         result = syntax.returns(syntax.tuple_([out, syntax.name(pullback_name)]))
         forward = syntax.function(
-            self.ctx.namer.new(f"{fname}_forward"), _plain_arguments(self.node.args),
+            self.ctx.namer.new(f"{fname}_forward"), syntax.plain_arguments(self.node.args),
             self.forward + [pullback, anno.copy_origin(ret, result)],
         )
         gast.copy_location(forward, self.node)
@@ -363,26 +363,4 @@ class _Reverse(calls.CallAdjoints):
 
     def _unsupported(self, stmt, node, message, hint=""):
         self.forward.append(stmt)
-        self.ctx.problem(node if hasattr(node, "lineno") else _located(stmt), message, hint)
-
-
-def _located(stmt):
-    """The user's statement a normalized statement came from (normalized nodes have no position)."""
-    return _Position(anno.get(stmt, anno.ORIGIN))
-
-
-class _Position:
-    def __init__(self, line):
-        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = line, 0, line, None
-
-
-def _plain_arguments(args: gast.arguments) -> gast.arguments:
-    """The user's parameters without annotations or defaults (defaults are copied at load)."""
-    def plain(a):
-        return None if a is None else syntax.store_param(a.id)
-
-    return gast.arguments(
-        args=[plain(a) for a in args.args], posonlyargs=[plain(a) for a in args.posonlyargs],
-        vararg=plain(args.vararg), kwonlyargs=[plain(a) for a in args.kwonlyargs],
-        kw_defaults=[None] * len(args.kwonlyargs), kwarg=plain(args.kwarg), defaults=[],
-    )
+        self.ctx.problem(node if hasattr(node, "lineno") else anno.located(stmt), message, hint)

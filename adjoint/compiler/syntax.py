@@ -348,3 +348,16 @@ def index_expression(index, slice_name):
     if isinstance(index, gast.Tuple):
         return tuple_([index_expression(e, slice_name) for e in index.elts])
     return index
+
+
+def plain_arguments(args: gast.arguments) -> gast.arguments:
+    """A function's parameters without annotations or defaults (generated code gets the
+    defaults when it is loaded)."""
+    def plain(a):
+        return None if a is None else store_param(a.id)
+
+    return gast.arguments(
+        args=[plain(a) for a in args.args], posonlyargs=[plain(a) for a in args.posonlyargs],
+        vararg=plain(args.vararg), kwonlyargs=[plain(a) for a in args.kwonlyargs],
+        kw_defaults=[None] * len(args.kwonlyargs), kwarg=plain(args.kwarg), defaults=[],
+    )

@@ -83,7 +83,7 @@ class _Tangent(TangentCalls):
         out = ret.value
         result = syntax.returns(syntax.tuple_([out, self._output_tangent(out)]))
         anno.copy_origin(ret, result)
-        args = _plain_arguments(self.node.args)
+        args = syntax.plain_arguments(self.node.args)
         args.posonlyargs = []
         args.args = [syntax.store_param(tangents_name)] + [syntax.store_param(a.id) for a in self.node.args.posonlyargs + self.node.args.args]
         function = syntax.function(self.ctx.namer.new(f"{fname}_jvp"), args, unpack + code + [result])
@@ -263,25 +263,9 @@ class _Tangent(TangentCalls):
 
     def unsupported(self, stmt, node, message, hint=""):
         self.code.append(stmt)
-        self.ctx.problem(node if hasattr(node, "lineno") else _Position(anno.get(stmt, anno.ORIGIN)), message, hint)
+        self.ctx.problem(node if hasattr(node, "lineno") else anno.located(stmt), message, hint)
 
 
 def _located(new, stmt):
     gast.copy_location(new, stmt)
     return new
-
-
-class _Position:
-    def __init__(self, line):
-        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = line, 0, line, None
-
-
-def _plain_arguments(args: gast.arguments) -> gast.arguments:
-    def plain(a):
-        return None if a is None else syntax.store_param(a.id)
-
-    return gast.arguments(
-        args=[plain(a) for a in args.args], posonlyargs=[plain(a) for a in args.posonlyargs],
-        vararg=plain(args.vararg), kwonlyargs=[plain(a) for a in args.kwonlyargs],
-        kw_defaults=[None] * len(args.kwonlyargs), kwarg=plain(args.kwarg), defaults=[],
-    )

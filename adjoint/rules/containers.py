@@ -26,13 +26,19 @@ def setitem_rrule(x, index, value):
 
 # Forward, the same update is made to the container's tangent; a container of ints or bools has
 # none (what is written into it is truncated), so its tangent stays zero.
-@frule(adj.setitem)
-def setitem_frule(primals, tangents):
-    (x, index, value), (dx, _, dvalue) = primals, tangents
-    y = adj.setitem(x, index, value)
-    if not adj.holds_floats(y):
-        return y, adj.zero_tangent(y)
-    return y, adj.setitem(adj.tangent_or_zeros(dx, x), index, adj.tangent_or_zeros(dvalue, value))
+def _update_frule(update):
+    def update_frule(primals, tangents):
+        (x, index, value), (dx, _, dvalue) = primals, tangents
+        y = update(x, index, value)
+        if not adj.holds_floats(y):
+            return y, adj.zero_tangent(y)
+        return y, update(adj.tangent_or_zeros(dx, x), index, adj.tangent_or_zeros(dvalue, value))
+
+    update_frule.__name__ = update_frule.__qualname__ = f"{update.__name__}_frule"
+    return update_frule
+
+
+frule(adj.setitem)(_update_frule(adj.setitem))
 
 
 @rrule(adj.append, sequences=True)
@@ -56,10 +62,4 @@ def add_at_rrule(x, index, value):
     return adj.add_at(x, index, value), add_at_pullback
 
 
-@frule(adj.add_at)
-def add_at_frule(primals, tangents):
-    (x, index, value), (dx, _, dvalue) = primals, tangents
-    y = adj.add_at(x, index, value)
-    if not adj.holds_floats(y):
-        return y, adj.zero_tangent(y)
-    return y, adj.add_at(adj.tangent_or_zeros(dx, x), index, adj.tangent_or_zeros(dvalue, value))
+frule(adj.add_at)(_update_frule(adj.add_at))
