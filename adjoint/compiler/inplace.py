@@ -360,3 +360,18 @@ def _immutable(tree, body) -> set[str]:
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and isinstance(stmt.value, gast.Constant):
             names.add(stmt.targets[0].id)
     return names
+
+
+def sharing_check(stmt, names, ctx: Context):
+    """`adj.check_unshared(y, (a, b), ...)`, to run before an update of `y` that `a` and `b`, read
+    out of `y` earlier, would see in plain Python if they were views (`SHARING_CHECK`); the
+    transforms put it before the statement."""
+    value = stmt.value
+    updated = value.args[0] if isinstance(value, gast.Call) else value.left
+    where = f"{ctx.source.filename}:{anno.get(stmt, anno.ORIGIN)}"
+    shown = [ctx.user_name(n) for n in names]
+    check = syntax.call(f"{ctx.runtime_alias}.check_unshared", [
+        updated, syntax.tuple_([syntax.name(n) for n in names]),
+        syntax.const(ctx.user_name(updated.id)), syntax.const(tuple(shown)), syntax.const(where),
+    ])
+    return anno.copy_origin(stmt, syntax.expression_statement(check))

@@ -33,7 +33,7 @@ import gast
 
 from .. import registry
 from . import annotations as anno
-from . import calls, kinds, loops, resolve, syntax
+from . import calls, inplace, kinds, loops, resolve, syntax
 from . import activity
 from .activity import targets
 from .cotangents import Cotangents
@@ -163,7 +163,7 @@ class _Reverse(calls.CallAdjoints):
             return
         checked = anno.get(stmt, anno.SHARING_CHECK)
         if checked:
-            self.forward.append(self._sharing_check(stmt, checked))
+            self.forward.append(inplace.sharing_check(stmt, checked, self.ctx))
         names = targets(stmt)
         if not (names & self.varied and names & self.useful):
             self.forward.append(stmt)
@@ -308,19 +308,6 @@ class _Reverse(calls.CallAdjoints):
                         for k, c in zip(keys, captured)]
 
         self._adjoint(stmt, target, operands, make)
-
-    def _sharing_check(self, stmt, names):
-        """`adj.check_unshared(y, (a, b), ...)` before an update that `a` and `b`, read out of
-        `y` earlier, would see in plain Python if they were views."""
-        value = stmt.value
-        updated = value.args[0] if isinstance(value, gast.Call) else value.left
-        where = f"{self.ctx.source.filename}:{anno.get(stmt, anno.ORIGIN)}"
-        shown = [self.ctx.user_name(n) for n in names]
-        check = syntax.call(f"{self.alias}.check_unshared", [
-            updated, syntax.tuple_([syntax.name(n) for n in names]),
-            syntax.const(self.ctx.user_name(updated.id)), syntax.const(tuple(shown)), syntax.const(where),
-        ])
-        return anno.copy_origin(stmt, syntax.expression_statement(check))
 
     # ---- adjoints ---------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gast
 
 from . import annotations as anno
-from . import activity, kinds, loops, resolve, syntax
+from . import activity, inplace, kinds, loops, resolve, syntax
 from .activity import targets
 from .context import Context
 from .tangent_calls import TangentCalls
@@ -157,6 +157,9 @@ class _Tangent(TangentCalls):
         if not isinstance(stmt, gast.Assign):
             self.code.append(stmt)
             return
+        checked = anno.get(stmt, anno.SHARING_CHECK)
+        if checked:
+            self.code.append(inplace.sharing_check(stmt, checked, self.ctx))
         names = targets(stmt)
         if not names & self.active:
             self.code.append(stmt)

@@ -265,6 +265,10 @@ def test_items_read_before_an_update_are_checked_at_run_time():
     with pytest.raises(adjoint.AdjointError, match=r"would show through `row`") as info:
         adjoint.grad(row_view_then_update)(np.ones((2, 2)))
     assert f"{__file__}:{row_view_then_update.__code__.co_firstlineno + 3}" in str(info.value)
+    # forward mode checks the same
+    assert "adj.check_unshared(state, (b,)" in adjoint.source(scalar_items_then_update, mode="jvp")
+    with pytest.raises(adjoint.AdjointError, match=r"would show through `row`"):
+        adjoint.jvp(row_view_then_update, (np.ones((2, 2)),), (np.ones((2, 2)),))
 
 
 # ---- np.add.at: a scatter whose repeated indices add up ------------------------------------------
