@@ -96,6 +96,14 @@ class TangentCalls:
             self.unsupported(stmt, stmt.value, f"adjoint's rule for `{text}` {refusal}",
                              "call it as the rule allows, or register fuller rules with @adjoint.rrule and @adjoint.frule")
             return
+        if reverse is not None and not reverse.sequences and primitive is not operator.add and any(
+            self._is_sequence(a) and self.has_tangent(a) for a in args
+        ):  # `np.square([x])` squares an array, not the list's items: as reverse mode, refused
+            self.unsupported(
+                stmt, stmt.value, f"`{text}` with a tuple or list operand is not supported yet",
+                "make the list an array first (`np.array([a, b])`), or operate on the arrays themselves",
+            )
+            return
         if primitive is operator.add and any(self._is_sequence(a) for a in args):
             self.code.append(stmt)  # `t + (z,)`: the tangents concatenate as the values do
             self.emit(stmt, syntax.assign(self.dot(target), syntax.binop(*[self.tangent_of(a) for a in args[:1]], gast.Add, self.tangent_of(args[1]))))
