@@ -444,3 +444,15 @@ def test_value_and_grad_inside_a_differentiated_function():
 def test_apis_that_cannot_be_differentiated_again_say_so(inside, message):
     with pytest.raises(adjoint.AdjointError, match=message):
         G(inside)(1.3)
+
+
+def test_source_shows_the_code_derivatives_of_derivatives_run():
+    gradient = G(quadratic)
+    assert adjoint.source(gradient) == adjoint.source(quadratic)
+    text = adjoint.source(gradient, mode="jvp", args=(np.ones(3),))
+    for name in ("def gradient_program_jvp(", "def quadratic_forward_jvp(", "def quadratic_pullback_jvp("):
+        assert name in text
+    compile(text.replace("\n# adjoint", "\n\n# adjoint"), "<shown>", "exec")  # readable, valid Python
+    with pytest.raises(adjoint.AdjointError, match="pass example arguments"):
+        adjoint.source(gradient, mode="jvp")
+    assert "def quadratic_jvp(quadratic_tangents, x):" in adjoint.source(quadratic, mode="jvp")
