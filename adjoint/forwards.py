@@ -133,7 +133,8 @@ def tangent_for_runtime(fn, wrt, outermost=False, args=()):
     """The JVP function of `fn` for `runtime.jvp` (see `pipeline.jvp_function`). Only the
     outermost function (`adjoint.jvp`'s) may update its arguments in place."""
     require_python_function(fn)
-    generated = pipeline.jvp_function(fn, tuple(wrt))
+    containers = tuple(i for i in wrt if isinstance(i, int) and i < len(args) and not runtime.is_differentiable(args[i]))
+    generated = pipeline.jvp_function(fn, tuple(wrt), containers)
     generated.__adjoint_updates__ = updates = generated.__adjoint_compiled__.updated_parameters
     if updates and outermost:
         refuse_shared_updated_arguments(fn, generated, args)

@@ -163,19 +163,40 @@ def multilinear(*primitives, operands=(0, 1)):
     return primitives[0] if primitives else None
 
 
-def _call(primitive):
+def caller(primitive):
     """How to call `primitive` with primals: an attribute (`np.ndarray.T`) is read, and an array
-    method called on the receiver (which may be a NumPy scalar, not an array)."""
+    method called on the receiver (which may be a NumPy scalar, not an array).
+
+    >>> caller(np.ndarray.sum)(np.float64(2.0))
+    np.float64(2.0)
+    """
     if getattr(primitive, "__objclass__", None) is np.ndarray and callable(primitive):
         name = primitive.__name__
         return lambda receiver, *args, **kwargs: getattr(receiver, name)(*args, **kwargs)
     if callable(primitive) or not hasattr(primitive, "__get__"):
         return primitive
-    return lambda obj: primitive.__get__(obj)
+    return lambda obj: primitive.__get__(obj) if isinstance(obj, np.ndarray) else getattr(obj, primitive.__name__)
+
+
+def operand_keywords(primitive, operands) -> frozenset:
+    """The names of the parameters at the positions `operands` (as the reverse rule names
+    them): passed by keyword, such an operand is a constant, so a linear rule's tangent takes
+    zeros for it (`np.append(x, values=5.0)` moves only with `x`).
+
+    >>> sorted(operand_keywords(np.append, (0, 1)))
+    ['arr', 'values']
+    """
+    reverse = registry.lookup(primitive)
+    signature = reverse.signature if reverse is not None else None
+    if signature is None:
+        return frozenset()
+    names = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return frozenset(names[i] for i in operands if i < len(names))
 
 
 def _linear_frule(primitive, operands):
-    call = _call(primitive)
+    call = caller(primitive)
+    keyword_operands = []  # found on first use: the rules of a family may be registered later
 
     def linear_frule(primals, tangents, **kwargs):
         value = call(*primals, **kwargs)
@@ -185,6 +206,10 @@ def _linear_frule(primitive, operands):
             runtime.tangent_or_zeros(t, p) if i in operands else p
             for i, (p, t) in enumerate(zip(primals, _padded(tangents, len(primals))))
         ]
+        if kwargs:
+            if not keyword_operands:
+                keyword_operands.append(operand_keywords(primitive, operands))
+            kwargs = {k: runtime.zero_tangent(v) if k in keyword_operands[0] else v for k, v in kwargs.items()}
         return value, runtime.tangent_like(call(*moved, **kwargs), value)
 
     linear_frule.__name__ = linear_frule.__qualname__ = f"{_name(primitive)}_frule"
@@ -192,7 +217,7 @@ def _linear_frule(primitive, operands):
 
 
 def _multilinear_frule(primitive, operands):
-    call = _call(primitive)
+    call = caller(primitive)
 
     def multilinear_frule(primals, tangents, **kwargs):
         value = call(*primals, **kwargs)
@@ -223,6 +248,11 @@ def _elementwise(primitive, partials) -> ForwardRule:
         tangents = _padded(tangents, len(primals))
         if all(t is None for t in tangents):
             return value, runtime.zero_tangent(value)
+        if any(type(t) in (list, tuple) for t in tangents):
+            raise runtime.RuleError(
+                f"a list was used in arithmetic (`{_name(primitive)}`; `+` concatenates, `*` repeats): "
+                "adjoint cannot differentiate that; operate on arrays"
+            )
         with np.errstate(divide="ignore", invalid="ignore"):  # a constant operand's partial may be undefined
             derivatives = partials(value, *primals)
         if len(primals) == 1:

@@ -117,21 +117,23 @@ def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
     return generated
 
 
-def jvp_function(fn, wrt: tuple):
+def jvp_function(fn, wrt: tuple, containers: tuple = ()):
     """The generated JVP function of `fn` for the parameter positions (and closure variable
     names) `wrt`, bound to `fn`'s globals and cells: `jvp_fn(tangents, *args, **kwargs)`
-    returns `(value, tangent)`, `tangents` holding one tangent per entry of `wrt`."""
+    returns `(value, tangent)`, `tangents` holding one tangent per entry of `wrt`.
+    `containers` are the positions in `wrt` whose arguments are containers or objects, not
+    numbers or arrays (arithmetic on them is checked at run time)."""
     try:
         per_function = _instances[fn]
     except KeyError:
         per_function = _instances[fn] = {}
-    key = (TANGENT, wrt)
+    key = (TANGENT, wrt, containers)
     generated = per_function.get(key)
     if (
         generated is None or generated.__adjoint_code__ is not fn.__code__
         or not loader.still_valid(generated.__adjoint_compiled__, fn)
     ):
-        result = compiled(fn, wrt, mode=TANGENT)
+        result = compiled(fn, wrt, tuple((position, ()) for position in containers), mode=TANGENT)
         generated = loader.instantiate(result, fn)
         generated.__defaults__ = fn.__defaults__
         generated.__adjoint_code__ = fn.__code__

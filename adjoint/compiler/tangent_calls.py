@@ -116,7 +116,7 @@ class TangentCalls:
                 return
         if rule.kind in (frules.LINEAR, frules.MULTILINEAR) and not any(self._is_sequence(a) for a in args if not self.has_tangent(a)):
             self.code.append(stmt)
-            self.emit(stmt, syntax.assign(self.dot(target), self._linear(rule, stmt.value, args, attribute)))
+            self.emit(stmt, syntax.assign(self.dot(target), self._linear(rule, stmt.value, args, attribute, target)))
             return
         name = self.ctx.inject(rule.frule, getattr(rule.frule, "__name__", "frule"))
         primals = syntax.tuple_([syntax.copy_node(a) for a in args])
@@ -143,9 +143,11 @@ class TangentCalls:
 
     def _elementwise(self, rule, primitive, args, target):
         """`t1 * d1 + t2 * d2` over the operands with tangents, the partials `d` inlined."""
-        plan = inline.plan_for(_ReverseView(primitive, rule.partials))
+        plan = inline.plan_for(registry.lookup(primitive))
         if plan is None or len(args) != len(plan.params):
             return None
+        if any(self.has_tangent(a) and a.id not in self.numbers for a in args):
+            return None  # it may be a list (`+` would concatenate): the rule, called, checks
         terms = []
         for index, arg in enumerate(args):
             if not self.has_tangent(arg) or plan.results[index] is None:
@@ -164,9 +166,12 @@ class TangentCalls:
             expression = syntax.call(f"{self.alias}.tangent_like", [expression, syntax.name(target)])
         return expression
 
-    def _linear(self, rule, value, args, attribute):
+    def _linear(self, rule, value, args, attribute, target):
         """The call again, on the operands' tangents (linear), or once per operand with a
-        tangent, summed (multilinear)."""
+        tangent, summed (multilinear). A linear call with a constant operand is cast to its value
+        (`np.insert` of a float into an int array stays an int array: its tangent is zero)."""
+        keyword_operands = frules.operand_keywords(rule.primitive, rule.operands) if rule.kind == frules.LINEAR else ()
+
         def rebuilt(replaced):
             new_args = [
                 (self.tangent_of(a) if i in replaced else syntax.copy_node(a)) for i, a in enumerate(args)
@@ -179,11 +184,18 @@ class TangentCalls:
                 return syntax.unary(type(value.op), new_args[0])
             copy = syntax.copy_node(value)
             copy.args = new_args
+            for keyword in copy.keywords:  # an operand passed by keyword is a constant
+                if keyword.arg in keyword_operands:
+                    keyword.value = self.zero_of(keyword.value)
             return copy
 
         operands = [i for i in rule.operands if i < len(args)]
         if rule.kind == frules.LINEAR:
-            return rebuilt(set(operands))
+            if all(self.has_tangent(args[i]) for i in operands) and not any(
+                k.arg in keyword_operands for k in getattr(value, "keywords", ())
+            ):
+                return rebuilt(set(operands))
+            return syntax.call(f"{self.alias}.tangent_like", [rebuilt(set(operands)), syntax.name(target)])
         terms = [rebuilt({i}) for i in operands if self.has_tangent(args[i])]
         expression = terms[0]
         for term in terms[1:]:
@@ -256,14 +268,6 @@ class TangentCalls:
             receiver, receiver_dot, syntax.const(call.func.attr), primals, tangents], call.keywords)
         pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
         self.emit(stmt, syntax.assign(pair, helper))
-
-
-class _ReverseView:
-    """What `inline.plan_for` reads of a reverse rule, for an elementwise forward rule."""
-
-    def __init__(self, primitive, partials):
-        self.primitive, self.partials, self.definition = primitive, partials, partials
-        self.rrule = partials
 
 
 def _may_widen(expression) -> bool:

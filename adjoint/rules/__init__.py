@@ -2,5 +2,5 @@
 
 from . import (  # noqa: F401
     assembly, builtins, calls, complex, containers, decompositions, elementwise, fft, linalg, math, methods, norms,
-    pullback_reductions, pullbacks, reductions, selection, sequences, shape, spacing, trigonometric,
+    pullback_reductions, pullback_transposes, pullbacks, reductions, selection, sequences, shape, spacing, trigonometric,
 )

@@ -215,7 +215,7 @@ def dist_rrule(p, q):
     ans = math.dist(p, q)
 
     def dist_pullback(g):
-        direction = adj.divide_or_zero(np.subtract(p, q), ans)
+        direction = adj.divide_or_zero(np.subtract(np.asarray(p, dtype=float), np.asarray(q, dtype=float)), ans)
         return adj.cotangent_like(g * direction, p), adj.cotangent_like(-g * direction, q)
 
     return ans, dist_pullback

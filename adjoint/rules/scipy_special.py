@@ -21,9 +21,9 @@ def logsumexp_rrule(a, axis=None, b=None, keepdims=False):
 
     def logsumexp_pullback(g):
         return (
-            adj.logsumexp_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims),
+            adj.logsumexp_bar(g, a, ans, axis, b, keepdims=keepdims),  # `b` by position: it may vary
             None,
-            adj.logsumexp_b_bar(g, a, ans, axis=axis, b=b, keepdims=keepdims),
+            adj.logsumexp_b_bar(g, a, ans, axis, b, keepdims=keepdims),
         )
 
     return ans, logsumexp_pullback

@@ -77,16 +77,12 @@ for _kind in (np.float64, np.float32, np.float16):
 @rrule(np.ndarray.item)
 def item_rrule(x, *index):
     def item_pullback(g):
-        x_bar = np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
-        if len(index) > 1:
-            x_bar[index] = g
-        elif index and isinstance(index[0], tuple):  # `x.item((i, j))`
-            x_bar[index[0]] = g
-        else:
-            x_bar.flat[index[0] if index else 0] = g
-        return (x_bar if isinstance(x, np.ndarray) else x_bar[()], *(None for _ in index))
+        return (adj.unitem(g, x, index),) + (None,) * len(index)
 
     return x.item(*index), item_pullback
+
+
+linear(adj.unitem)
 
 
 # Linear, but an array method called on NumPy scalars too (`np.float64(2.0).item()`), which

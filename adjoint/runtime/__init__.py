@@ -30,7 +30,8 @@ The rules of each NumPy family (`adjoint.rules`) have their helpers in a module 
 - `factorizations`: inverses, determinants and decompositions (`svd`, `eigh`, `qr`...);
 - `spectral`: FFTs' cotangents, padded, cropped or folded back to their input;
 - `perturbations` and `reducing_tangents`: the tangents of decompositions and of the
-  reductions' cotangents (forward mode over generated pullbacks).
+  reductions' cotangents (forward mode over generated pullbacks); `transposes`: the pullbacks
+  of the cotangent helpers (reverse mode over generated pullbacks).
 
 Forward mode's own helpers: `tangents` (zero tangents, tangents made to match their value),
 `forward_calls` (`jvp` and its siblings, the way into another function's JVP), `nested` (what
@@ -52,7 +53,7 @@ from .cotangents import (
     unbroadcast, unreduce, unreduce_chosen, zeros_like,
 )
 from .indexing import (
-    add_at, append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unpack_bar,
+    add_at, append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unitem, unpack_bar,
 )
 from .building import construct_vjp, is_constructible
 from .structs import Tangent, field_bar, item_bar
@@ -64,7 +65,10 @@ from .linear import (
     untranspose,
 )
 # The helpers of each family of rules, every name in each module's `__all__`.
-from . import assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping, spectral
+from . import (  # noqa: E402
+    assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping,
+    spectral, transposes,
+)
 from .assembly import *  # noqa: F401,F403
 from .contraction import *  # noqa: F401,F403
 from .factorizations import *  # noqa: F401,F403
@@ -75,6 +79,7 @@ from .reducing import *  # noqa: F401,F403
 from .reducing_tangents import *  # noqa: F401,F403
 from .shaping import *  # noqa: F401,F403
 from .spectral import *  # noqa: F401,F403
+from .transposes import *  # noqa: F401,F403
 
 __all__ = [
     "RuleError",
@@ -99,6 +104,7 @@ __all__ = [
     "unravel",
     "unindex",
     "unpack_bar",
+    "unitem",
     "buffer_like",
     "scatter_add",
     "from_buffer",
@@ -138,7 +144,10 @@ __all__ = [
     "prefixed_cotangents",
     "dropped_cotangents",
 ]
-for _family in (assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping, spectral):
+for _family in (
+    assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping,
+    spectral, transposes,
+):
     __all__ += _family.__all__
 
 

@@ -128,6 +128,24 @@ def _check_item(obj, items, index) -> None:
         )
 
 
+def unitem(g, x, index):
+    """The cotangent of `x` in `x.item(*index)`: zeros with `g` at the item (`index` is the
+    method's arguments: none, a flat position, or a position per axis or as one tuple).
+
+    >>> unitem(2.0, np.ones((2, 2)), (1, 0))
+    array([[0., 0.],
+           [2., 0.]])
+    """
+    x_bar = np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
+    if len(index) > 1:
+        x_bar[index] = g
+    elif index and isinstance(index[0], tuple):  # `x.item((i, j))`
+        x_bar[index[0]] = g
+    else:
+        x_bar.flat[index[0] if index else 0] = g
+    return x_bar if isinstance(x, np.ndarray) else x_bar[()]
+
+
 def scatter_add(buffer, index, value):
     """Add `value` into `buffer[index]`, updating `buffer` in place (the caller owns it), and
     return `buffer`.

@@ -2,7 +2,7 @@
 
 A tangent mirrors its value: the same shape and dtype for a float or complex number or array,
 the same container for a tuple, list or dict, 0 for an int (so arithmetic on a size read out of
-a model goes on), and `None` for anything else (a string, a function, an object's tangent
+a model goes on) and float zeros for an int or bool array, and `None` for anything else (a string, a function, an object's tangent
 nothing was given for).
 """
 
@@ -27,7 +27,10 @@ def zero_tangent(value):
     if kind is int or kind is bool:
         return 0
     if isinstance(value, (np.ndarray, np.generic)):
-        return np.zeros_like(value) if value.dtype.kind in "fciub" else None
+        if value.dtype.kind in "fc":
+            return np.zeros_like(value)
+        # an int or bool array does not move: float zeros, so arithmetic with its tangent is float
+        return np.zeros(np.shape(value)) if value.dtype.kind in "iub" else None
     if kind is tuple:
         return tuple(zero_tangent(v) for v in value)
     if isinstance(value, tuple) and hasattr(kind, "_fields"):
@@ -61,7 +64,7 @@ def tangent_like(tangent, value):
            [1., 2.]], dtype=float32)
     """
     if type(tangent) is np.ndarray and type(value) is np.ndarray and tangent.shape == value.shape and (
-        tangent.dtype == value.dtype
+        tangent.dtype == value.dtype and value.dtype.kind in "fc"
     ):
         return tangent  # the common case, kept cheap
     if type(value) in (tuple, list) and type(tangent) in (tuple, list):
