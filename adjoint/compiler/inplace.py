@@ -276,7 +276,7 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     callee = anno.get(value, anno.CALLEE)
     updated = set().union(*(syntax.load_names(o) for o in _outputs(value, callee)))
     receiver = syntax.root_name(value.func) if isinstance(value.func, gast.Attribute) else None
-    method_name = syntax.dotted(value.func).rsplit(".", 1)[-1]
+    method_name = (syntax.dotted(value.func) or "").rsplit(".", 1)[-1]
     effect_only = _only_for_effect(stmt, facts.loaded)
     # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
     # `o` anew, a later iteration would update what an earlier one returned

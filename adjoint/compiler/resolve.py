@@ -95,6 +95,8 @@ def _argument(call, signature_of, name):
 def _resolve_call(func, ctx, local_names) -> Callee:
     text = syntax.dotted(func)
     root = syntax.root_name(func)
+    if text is None:  # a call of a computed callee (`adj.method_function(x, "f")(*args)`): run time's
+        return Callee(DYNAMIC, syntax.unparse(func).strip())
     if root == ctx.runtime_alias:  # `adj.setitem`, written by `normalize`
         return classify(getattr(runtime, text.split(".", 1)[1]), text)
     if root in local_names:
