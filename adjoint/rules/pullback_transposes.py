@@ -3,7 +3,7 @@
 accepts its own output (reverse-over-reverse).
 
 A pullback is linear in its cotangent, and so is each of these helpers in its cotangent operand
-`g`; the pullback of a linear map is its transpose (`adjoint.runtime.transposes`, one per helper):
+`g`; the pullback of a linear map is its transpose (`adjoint.runtime.transposes` and `item_transposes`, one per helper):
 `unbroadcast(g, x)` sums `g` down to `x`'s shape, so its pullback copies the cotangent `c` back
 up to `g`'s shape; `unreduce` spreads, its pullback sums; `unindex` scatters, its pullback
 gathers; `unstack` cuts, its pullback stacks. The other operands give only shapes, kinds and
@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import runtime as adj
 from ..registry import rrule
-from ..runtime import transposes
+from ..runtime import item_transposes, transposes
 
 # ---- cotangents ------------------------------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def untranspose_rrule(g, axes=None):
 @rrule(adj.unindex, sequences=True)
 def unindex_rrule(g, x, index):
     def unindex_pullback(c):  # a scatter's transpose gathers
-        return transposes.unindex_transpose(c, g, x, index), transposes.zero_cotangent(x), None
+        return item_transposes.unindex_transpose(c, g, x, index), transposes.zero_cotangent(x), None
 
     return adj.unindex(g, x, index), unindex_pullback
 
@@ -159,7 +159,7 @@ def buffer_like_rrule(x):
 @rrule(adj.scatter_add, sequences=True)
 def scatter_add_rrule(buffer, index, value):
     def scatter_add_pullback(c):
-        return c, None, transposes.scatter_add_transpose(c, buffer, index, value)
+        return c, None, item_transposes.scatter_add_transpose(c, buffer, index, value)
 
     return adj.scatter_add(buffer, index, value), scatter_add_pullback
 
@@ -167,7 +167,7 @@ def scatter_add_rrule(buffer, index, value):
 @rrule(adj.from_buffer, sequences=True)
 def from_buffer_rrule(buffer, x):
     def from_buffer_pullback(c):
-        return transposes.from_buffer_transpose(c, buffer, x), transposes.zero_cotangent(x)
+        return item_transposes.from_buffer_transpose(c, buffer, x), transposes.zero_cotangent(x)
 
     return adj.from_buffer(buffer, x), from_buffer_pullback
 
@@ -176,7 +176,7 @@ def from_buffer_rrule(buffer, x):
 @rrule(adj.item_bar, sequences=True)
 def item_bar_rrule(g, key, value):
     def item_bar_pullback(c):
-        return transposes.item_bar_transpose(c, g, key), None, transposes.zero_cotangent(value)
+        return item_transposes.item_bar_transpose(c, g, key), None, transposes.zero_cotangent(value)
 
     return adj.item_bar(g, key, value), item_bar_pullback
 
@@ -186,7 +186,7 @@ def field_bar_rrule(g, obj, name):
     value = adj.field_bar(g, obj, name)
 
     def field_bar_pullback(c):
-        return transposes.field_bar_transpose(c, g, obj, name, value), transposes.zero_cotangent(obj), None
+        return item_transposes.field_bar_transpose(c, g, obj, name, value), transposes.zero_cotangent(obj), None
 
     return value, field_bar_pullback
 
@@ -194,7 +194,7 @@ def field_bar_rrule(g, obj, name):
 @rrule(adj.unpack_bar, sequences=True)
 def unpack_bar_rrule(parts, x):
     def unpack_bar_pullback(c):  # joining the parts: each gets its item of c
-        return transposes.unpack_bar_transpose(c, parts, x), transposes.zero_cotangent(x)
+        return item_transposes.unpack_bar_transpose(c, parts, x), transposes.zero_cotangent(x)
 
     return adj.unpack_bar(parts, x), unpack_bar_pullback
 
@@ -202,7 +202,7 @@ def unpack_bar_rrule(parts, x):
 @rrule(adj.append_bar, sequences=True)
 def append_bar_rrule(g, v):
     def append_bar_pullback(c):  # cutting off the last item: joined back
-        return transposes.append_bar_transpose(c, g), transposes.zero_cotangent(v)
+        return item_transposes.append_bar_transpose(c, g), transposes.zero_cotangent(v)
 
     return adj.append_bar(g, v), append_bar_pullback
 
@@ -211,7 +211,7 @@ def append_bar_rrule(g, v):
 @rrule(adj.setitem_bar, sequences=True)
 def setitem_bar_rrule(g, x, index, value):
     def setitem_bar_pullback(c):
-        g_bar = transposes.setitem_bar_transpose(c, g, x, index, value)
+        g_bar = item_transposes.setitem_bar_transpose(c, g, x, index, value)
         return g_bar, transposes.zero_cotangent(x), None, transposes.zero_cotangent(value)
 
     return adj.setitem_bar(g, x, index, value), setitem_bar_pullback
@@ -220,7 +220,7 @@ def setitem_bar_rrule(g, x, index, value):
 @rrule(adj.unconcat, sequences=True)
 def unconcat_rrule(g, a, b):
     def unconcat_pullback(c):
-        return transposes.unconcat_transpose(c, g, a, b), transposes.zero_cotangent(a), transposes.zero_cotangent(b)
+        return item_transposes.unconcat_transpose(c, g, a, b), transposes.zero_cotangent(a), transposes.zero_cotangent(b)
 
     return adj.unconcat(g, a, b), unconcat_pullback
 
@@ -231,7 +231,7 @@ def unconcat_rrule(g, a, b):
 @rrule(adj.unstack, sequences=True)
 def unstack_rrule(g, arrays, axis=0):
     def unstack_pullback(c):  # cutting into items: stacked back
-        return transposes.unstack_transpose(c, g, arrays, axis=axis), transposes.zero_cotangent(arrays)
+        return item_transposes.unstack_transpose(c, g, arrays, axis=axis), transposes.zero_cotangent(arrays)
 
     return adj.unstack(g, arrays, axis=axis), unstack_pullback
 
@@ -239,7 +239,7 @@ def unstack_rrule(g, arrays, axis=0):
 @rrule(adj.unconcatenate, sequences=True)
 def unconcatenate_rrule(g, arrays, axis=0, promote=np.asanyarray):
     def unconcatenate_pullback(c):
-        g_bar = transposes.unconcatenate_transpose(c, g, arrays, axis=axis, promote=promote)
+        g_bar = item_transposes.unconcatenate_transpose(c, g, arrays, axis=axis, promote=promote)
         return g_bar, transposes.zero_cotangent(arrays), None
 
     return adj.unconcatenate(g, arrays, axis=axis, promote=promote), unconcatenate_pullback
@@ -248,7 +248,7 @@ def unconcatenate_rrule(g, arrays, axis=0, promote=np.asanyarray):
 @rrule(adj.unsplit, sequences=True)
 def unsplit_rrule(g, pieces, ary, axis=0):
     def unsplit_pullback(c):  # joining the pieces: cut again
-        g_bar = transposes.unsplit_transpose(c, g, pieces, axis=axis)
+        g_bar = item_transposes.unsplit_transpose(c, g, pieces, axis=axis)
         return g_bar, transposes.zero_cotangent(pieces), transposes.zero_cotangent(ary)
 
     return adj.unsplit(g, pieces, ary, axis=axis), unsplit_pullback
@@ -257,7 +257,7 @@ def unsplit_rrule(g, pieces, ary, axis=0):
 @rrule(adj.undiagonal, sequences=True)
 def undiagonal_rrule(g, a, offset=0, axis1=0, axis2=1):
     def undiagonal_pullback(c):  # writing a diagonal: read back
-        g_bar = transposes.undiagonal_transpose(c, g, a, offset=offset, axis1=axis1, axis2=axis2)
+        g_bar = item_transposes.undiagonal_transpose(c, g, a, offset=offset, axis1=axis1, axis2=axis2)
         return g_bar, transposes.zero_cotangent(a)
 
     return adj.undiagonal(g, a, offset=offset, axis1=axis1, axis2=axis2), undiagonal_pullback

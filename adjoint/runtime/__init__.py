@@ -30,8 +30,9 @@ The rules of each NumPy family (`adjoint.rules`) have their helpers in a module 
 - `factorizations`: inverses, determinants and decompositions (`svd`, `eigh`, `qr`...);
 - `spectral`: FFTs' cotangents, padded, cropped or folded back to their input;
 - `perturbations` and `reducing_tangents`: the tangents of decompositions and of the
-  reductions' cotangents (forward mode over generated pullbacks); `transposes`: the pullbacks
-  of the cotangent helpers (reverse mode over generated pullbacks).
+  reductions' cotangents (forward mode over generated pullbacks); `transposes` and
+  `item_transposes`: the pullbacks of the cotangent helpers, and of those for items, buffers
+  and joins (reverse mode over generated pullbacks).
 
 Forward mode's own helpers: `tangents` (zero tangents, tangents made to match their value),
 `forward_calls` (`jvp` and its siblings, the way into another function's JVP), `nested` (what
@@ -66,8 +67,8 @@ from .linear import (
 )
 # The helpers of each family of rules, every name in each module's `__all__`.
 from . import (  # noqa: E402
-    assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping,
-    spectral, transposes,
+    assembly, contraction, factorizations, gathering, item_transposes, perturbations, pointwise, reducing,
+    reducing_tangents, shaping, spectral, transposes,
 )
 from .assembly import *  # noqa: F401,F403
 from .contraction import *  # noqa: F401,F403
@@ -80,6 +81,7 @@ from .reducing_tangents import *  # noqa: F401,F403
 from .shaping import *  # noqa: F401,F403
 from .spectral import *  # noqa: F401,F403
 from .transposes import *  # noqa: F401,F403
+from .item_transposes import *  # noqa: F401,F403
 
 __all__ = [
     "RuleError",
@@ -145,8 +147,8 @@ __all__ = [
     "dropped_cotangents",
 ]
 for _family in (
-    assembly, contraction, factorizations, gathering, perturbations, pointwise, reducing, reducing_tangents, shaping,
-    spectral, transposes,
+    assembly, contraction, factorizations, gathering, item_transposes, perturbations, pointwise, reducing,
+    reducing_tangents, shaping, spectral, transposes,
 ):
     __all__ += _family.__all__
 

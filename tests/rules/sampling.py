@@ -136,3 +136,35 @@ COMPLEX_GRID = [
 def binary_args(rng, domains, shapes, dtype):
     """One argument per `(domain, shape)`, all of `dtype`."""
     return tuple(sample(rng, domain, shape, dtype) for domain, shape in zip(domains, shapes))
+
+
+# ---- random arrays for the tests of the pullback helpers' rules (test_pullback_frules, _rrules) ----
+
+def complex_of(dtype):
+    return np.complex64 if dtype == np.float32 else np.complex128
+
+
+def normal(rng, dtype, *shape):
+    x = rng.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=shape)
+    return np.asarray(x, dtype=dtype)
+
+
+def positive(rng, dtype, *shape):
+    return np.asarray(0.5 + rng.random(shape), dtype=dtype)
+
+
+def distinct(rng, dtype, *shape):
+    """Entries at least 0.5 apart: no ties for max, min or ranks to blur finite differences."""
+    return np.asarray(rng.permutation(np.prod(shape, dtype=int)).reshape(shape) * 0.5 + 0.1 * rng.random(shape), dtype=dtype)
+
+
+def with_nan(rng, dtype, *shape):
+    x = normal(rng, dtype, *shape)
+    x.flat[1] = np.nan
+    return x
+
+
+def scalar(rng, dtype):
+    return dtype(rng.normal())

@@ -20,6 +20,7 @@ import adjoint
 from adjoint import frules, registry
 from adjoint import runtime as adj
 from adjoint.testing import check_frule, check_rrule
+from sampling import complex_of, distinct, normal, positive, scalar, with_nan
 
 RULES = pathlib.Path(adjoint.__file__).parent / "rules"
 
@@ -46,34 +47,16 @@ SKIPPED = {
 DTYPES = [np.float64, np.float32]
 
 
-def complex_of(dtype):
-    return np.complex64 if dtype == np.float32 else np.complex128
 
 
-def normal(rng, dtype, *shape):
-    x = rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    return np.asarray(x, dtype=dtype)
 
 
-def positive(rng, dtype, *shape):
-    return np.asarray(0.5 + rng.random(shape), dtype=dtype)
 
 
-def distinct(rng, dtype, *shape):
-    """Entries at least 0.5 apart: no ties for max, min or ranks to blur finite differences."""
-    return np.asarray(rng.permutation(np.prod(shape, dtype=int)).reshape(shape) * 0.5 + 0.1 * rng.random(shape), dtype=dtype)
 
 
-def with_nan(rng, dtype, *shape):
-    x = normal(rng, dtype, *shape)
-    x.flat[1] = np.nan
-    return x
 
 
-def scalar(rng, dtype):
-    return dtype(rng.normal())
 
 
 # (id, build): build(rng, dtype) -> (helper, args, kwargs), as the rules call the helper.

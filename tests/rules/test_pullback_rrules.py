@@ -21,6 +21,7 @@ import adjoint
 from adjoint import arguments, derivatives, forwards, frules, registry
 from adjoint import runtime as adj
 from adjoint.testing import check_rrule
+from sampling import complex_of, distinct, normal, scalar
 
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
 RRULE_PRIMITIVES = [
@@ -34,19 +35,10 @@ RRULE_PRIMITIVES = [
 DTYPES = [np.float64, np.float32]
 
 
-def complex_of(dtype):
-    return np.complex64 if dtype == np.float32 else np.complex128
 
 
-def normal(rng, dtype, *shape):
-    x = rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    return np.asarray(x, dtype=dtype)
 
 
-def scalar(rng, dtype):
-    return dtype(rng.normal())
 
 
 @dataclasses.dataclass
@@ -205,9 +197,6 @@ def cases():
     ]
 
 
-def distinct(rng, dtype, *shape):
-    """Entries at least 0.5 apart: no ties for max to blur finite differences."""
-    return np.asarray(rng.permutation(np.prod(shape, dtype=int)).reshape(shape) * 0.5 + 0.1 * rng.random(shape), dtype=dtype)
 
 
 CASES = cases()
