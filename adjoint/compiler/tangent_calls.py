@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 
 import gast
+import numpy as np
 
 from .. import frules, registry
 from . import annotations as anno
@@ -28,7 +29,7 @@ _OPERATORS = {
     gast.MatMult: operator.matmul, gast.USub: operator.neg, gast.UAdd: operator.pos,
 }
 # Elementwise primitives whose value is real for a complex input: their tangent is the real part.
-_REAL_VALUED = {id(abs), id(operator.abs)}
+_REAL_VALUED = {id(abs), id(operator.abs), id(np.absolute)}
 
 
 class TangentCalls:
@@ -51,7 +52,7 @@ class TangentCalls:
                                  "pass the differentiable value by position")
                 return
             self.ctx.rely_on(callee.text, callee.obj)
-            self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text, func=call.func)
+            self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text)
             return
         if callee.kind == resolve.PYTHON and call.keywords:
             _keywords_to_positions(call, callee.obj)
@@ -72,7 +73,7 @@ class TangentCalls:
                 )
                 return
         if callee.kind == resolve.RULE:
-            self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text, func=call.func)
+            self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text)
         elif callee.kind == resolve.MISSING:
             self.unsupported(stmt, call, f"adjoint has no rule for `{callee.text}`",
                              f"register one with @adjoint.frule({callee.text}), or mark it @adjoint.non_differentiable")
@@ -83,7 +84,7 @@ class TangentCalls:
 
     # ---- rules ------------------------------------------------------------------------------
 
-    def rule_call(self, stmt, target, primitive, args, keywords, text, func=None, attribute=None):
+    def rule_call(self, stmt, target, primitive, args, keywords, text, attribute=None):
         keywords = {k: v for k, v in keywords.items() if k != "out"}
         rule = frules.lookup(primitive) if primitive is not None else None
         if rule is None:
@@ -106,7 +107,7 @@ class TangentCalls:
             return
         if primitive is operator.add and any(self._is_sequence(a) for a in args):
             self.code.append(stmt)  # `t + (z,)`: the tangents concatenate as the values do
-            self.emit(stmt, syntax.assign(self.dot(target), syntax.binop(*[self.tangent_of(a) for a in args[:1]], gast.Add, self.tangent_of(args[1]))))
+            self.emit(stmt, syntax.assign(self.dot(target), syntax.binop(self.tangent_of(args[0]), gast.Add, self.tangent_of(args[1]))))
             return
         if rule.kind == frules.ELEMENTWISE and not keywords:
             expression = self._elementwise(rule, primitive, args, target)
@@ -162,7 +163,7 @@ class TangentCalls:
         # a constant operand (data, or an array made here) may broadcast the tangent's shape:
         # only a literal number certainly does not
         broadcast = len(args) > 1 and any(not self.has_tangent(a) and not isinstance(a, gast.Constant) for a in args)
-        if broadcast or id(primitive) in _REAL_VALUED or primitive is _numpy_abs() or _may_widen(expression):
+        if broadcast or id(primitive) in _REAL_VALUED or _may_widen(expression):
             expression = syntax.call(f"{self.alias}.tangent_like", [expression, syntax.name(target)])
         return expression
 
@@ -285,9 +286,3 @@ def _strip_unbroadcast(expr, alias):
     if isinstance(expr, gast.Call) and syntax.dotted(expr.func) == f"{alias}.unbroadcast":
         return expr.args[0]
     return expr
-
-
-def _numpy_abs():
-    import numpy as np  # noqa: PLC0415
-
-    return np.absolute
