@@ -22,6 +22,7 @@ import functools
 import numpy as np
 
 from . import arguments, forwards, frules, registry, runtime, tree
+from .runtime import structs
 from .compiler import pipeline
 from .runtime import calls as runtime_calls
 from .errors import AdjointError
@@ -52,24 +53,54 @@ def jvp(f, primals, tangents):
     return value, runtime.complete_tangent(tangent, value)
 
 
-def _checked_tangent(primal, tangent, index):
+def _checked_tangent(primal, tangent, index, path=""):
+    """`tangent` checked against the argument `primal` it moves, leaf by leaf: a float leaf's
+    tangent has its shape (and its precision), a container's or object's mirrors it (a dict may
+    leave keys out, read as zeros; an object's is a `Tangent` or an object of its type, which
+    its `__getitem__` indexes), and what is not a float (an int, a function) gets None."""
+    where = f"argument {index}{path}"
     if tangent is None:
         return None
     if runtime.is_differentiable(primal):
-        if np.shape(tangent) != np.shape(primal):
+        if not (runtime.is_differentiable(tangent) or isinstance(tangent, (int, np.integer))) or np.shape(tangent) != np.shape(primal):
             raise AdjointError(
-                f"the tangent of argument {index} has shape {np.shape(tangent)}, the argument {np.shape(primal)}"
+                f"the tangent of {where} has shape {np.shape(tangent)}, the argument {np.shape(primal)}"
+                if runtime.is_differentiable(tangent) else
+                f"the tangent of {where} is a {type(tangent).__name__}, for a float or float array"
             )
         if np.iscomplexobj(tangent) and not np.iscomplexobj(primal):
-            raise AdjointError(f"argument {index} is real, so its tangent must be real, not complex")
+            raise AdjointError(f"{where} is real, so its tangent must be real, not complex")
         if isinstance(primal, np.ndarray):  # the argument's precision (a float32 argument, a float32 tangent)
             return np.asarray(tangent, dtype=primal.dtype)
         return tangent
-    if not tree.tree_leaves(primal):
+    kids = tree.children(primal)
+    if not kids or not tree.tree_leaves(primal):
+        return None  # an int, a string, a function: nothing moves
+    if isinstance(tangent, structs.Tangent):
+        fits = structs.is_struct(primal) and structs.tangent_type(tangent) is type(primal)
+        given = list(structs.tangent_fields(tangent))
+    elif isinstance(tangent, dict):
+        fits, given = isinstance(primal, dict), list(tangent)
+    elif isinstance(tangent, (list, tuple)):
+        fits, given = isinstance(primal, (list, tuple)) and len(tangent) == len(primal), []
+    else:
+        fits, given = type(tangent) is type(primal), []
+    names = {key for key, _ in kids}
+    unknown = [key for key in given if key not in names]
+    if not fits or unknown:
+        what = f"the field or key {unknown[0]!r}" if fits else f"a {type(tangent).__name__}"
         raise AdjointError(
-            f"argument {index} ({type(primal).__name__}) holds no floats, so its tangent must be None"
+            f"the tangent of {where} does not mirror it: {what} for a {type(primal).__name__}. Pass one "
+            "of the same structure (an `adjoint.Tangent` or the same type for an object)"
         )
-    return runtime.complete_tangent(tangent, primal)
+    parts = {key: _checked_tangent(part, tree.child(tangent, key), index, f"{path}{_step(key)}") for key, part in kids}
+    if isinstance(tangent, structs.Tangent):
+        return structs.Tangent(type(primal), parts)
+    return tree.rebuild(primal, parts)  # an object of its type: its `__getitem__` reads its items
+
+
+def _step(key) -> str:
+    return f"[{key!r}]" if not isinstance(key, str) or not key.isidentifier() else f".{key}"
 
 
 def hvp(f, x, v, *args):
@@ -259,7 +290,18 @@ def _gradient_frule(f, wrt, positions, primals, tangents, closure=None, **kwargs
     if kwargs:
         raise AdjointError("a gradient differentiated again takes positional arguments only")
     cotangents, dcotangents = _gradient_jvp(f, positions, primals, tangents, closure)
-    return arguments.select(cotangents, wrt), arguments.select(dcotangents, wrt)
+    return arguments.select(_structured(cotangents, primals), wrt), arguments.select(_structured(dcotangents, primals), wrt)
+
+
+def _structured(cotangents, primals) -> tuple:
+    """A container argument's cotangent (or its tangent) as `grad` returns it: mirroring the
+    container, None for what is not a float (an int exponent)."""
+    from . import structure  # noqa: PLC0415  (it imports the API's modules)
+
+    return tuple(
+        structure.structure(p, c) if c is not None and not runtime.is_differentiable(p) and tree.tree_leaves(p) else c
+        for c, p in zip(cotangents, tuple(primals) + (None,) * (len(cotangents) - len(primals)))
+    )
 
 
 def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):

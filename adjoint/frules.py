@@ -258,9 +258,9 @@ def _elementwise(primitive, partials) -> ForwardRule:
         if len(primals) == 1:
             derivatives = (derivatives,)
         tangent = None
-        for derivative, t in zip(derivatives, tangents):
-            if derivative is None or t is None:
-                continue
+        for derivative, t, x in zip(derivatives, tangents, primals):
+            if derivative is None or t is None or not runtime.is_differentiable(x):
+                continue  # an int (an exponent read out of a model) does not move
             term = t * derivative
             tangent = term if tangent is None else tangent + term
         return value, runtime.tangent_like(tangent, value)

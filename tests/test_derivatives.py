@@ -456,3 +456,45 @@ def test_source_shows_the_code_derivatives_of_derivatives_run():
     with pytest.raises(adjoint.AdjointError, match="pass example arguments"):
         adjoint.source(gradient, mode="jvp")
     assert "def quadratic_jvp(quadratic_tangents, x):" in adjoint.source(quadratic, mode="jvp")
+
+
+# ---- models' tangents (review) -------------------------------------------------------------------
+
+# the pullback also works out the exponent's partial, log(x), before the int's cotangent is dropped
+@pytest.mark.filterwarnings("ignore:invalid value encountered in log")
+def test_an_int_read_out_of_a_container_does_not_move():
+    x = np.array([-0.5, 0.3])
+    loss = lambda m: np.sum(m["x"] ** m["p"])
+    assert adjoint.jvp(loss, ({"x": x, "p": 2},), ({"x": np.ones(2)},))[1] == pytest.approx(-0.4)
+    product = adjoint.hvp(loss, {"x": x, "p": 2}, {"x": np.ones(2), "p": None})
+    assert product["p"] is None and np.allclose(product["x"], 2.0)
+
+
+def test_a_models_tangent_must_mirror_it():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Dense:
+        W: np.ndarray
+
+    with pytest.raises(adjoint.AdjointError, match="the field or key 'w'"):
+        adjoint.jvp(lambda m: np.sum(m.W), (Dense(np.ones(2)),), (adjoint.Tangent(Dense, w=np.ones(2)),))
+    with pytest.raises(adjoint.AdjointError, match=r"argument 0\.W has shape \(3,\)"):
+        adjoint.jvp(lambda m: np.sum(m.W), (Dense(np.ones(2)),), (adjoint.Tangent(Dense, W=np.ones(3)),))
+    with pytest.raises(adjoint.AdjointError, match="the field or key 'v'"):
+        adjoint.jvp(lambda p: p["W"], ({"W": 1.0},), ({"v": 1.0},))
+
+
+def test_a_model_holding_a_function_takes_a_tangent_of_its_own_type():
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent.parent / "examples"))
+    from train import Chain, Dense, identity
+
+    model = Chain(Dense(RNG.normal(size=(3, 4)), np.zeros(4)), Dense(RNG.normal(size=(4, 2)), np.zeros(2), identity))
+    x, y = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 2))
+    mse = lambda m, x, y: np.mean((m(x) - y) ** 2)
+    direction = adjoint.tree_map(lambda a: RNG.normal(size=np.shape(a)), model)
+    _, slope = adjoint.jvp(mse, (model, x, y), (direction, None, None))
+    gradient = G(mse)(model, x, y)
+    expected = sum(np.sum(g * d) for g, d in zip(adjoint.tree_leaves(gradient), adjoint.tree_leaves(direction)))
+    assert slope == pytest.approx(expected, rel=1e-10)

@@ -53,9 +53,12 @@ class _Tangent(TangentCalls):
     # ---- names ------------------------------------------------------------------------------
 
     def dot(self, var: str) -> str:
-        """The name of `var`'s tangent: `dx` for `x`."""
+        """The name of `var`'s tangent: `dx` for `x` (`x_dot` if the user has a `dx` of their own,
+        which `dx_1` would read as a version of)."""
         if var not in self.names:
-            self.names[var] = self.ctx.namer.new(f"d{var}")
+            namer = self.ctx.namer
+            users = f"d{var}" in namer.taken and f"d{var}" not in namer.issued
+            self.names[var] = namer.new(f"{var}_dot" if users else f"d{var}")
         return self.names[var]
 
     def tangent_of(self, expr):

@@ -158,8 +158,9 @@ class TangentCalls:
             partial = _strip_unbroadcast(inlined.results[index], self.alias)
             terms.append(syntax.substitute(partial, {cotangent: syntax.name(self.dot(arg.id))}))
         expression = terms[0]
-        for term in terms[1:]:
-            expression = syntax.binop(expression, gast.Add, term)
+        for term in terms[1:]:  # `da - db`, not `da + -db`
+            negated = isinstance(term, gast.UnaryOp) and isinstance(term.op, gast.USub)
+            expression = syntax.binop(expression, gast.Sub if negated else gast.Add, term.operand if negated else term)
         # a constant operand (data, or an array made here) may broadcast the tangent's shape:
         # only a literal number certainly does not
         broadcast = len(args) > 1 and any(not self.has_tangent(a) and not isinstance(a, gast.Constant) for a in args)
