@@ -40,12 +40,13 @@ def _jvp_code(f, primals, tangents, outer_tangents=None):
     outer = outer_tangents or (None,) * len(primals)
     positions = tuple(i for i, (t, o) in enumerate(zip(tangents, outer)) if t is not None or o is not None)
     inner = tuple(runtime.tangent_or_zeros(tangents[i], primals[i]) for i in positions)
-    return pipeline.jvp_function(f, positions), positions, inner
+    containers = tuple(i for i in positions if not runtime.is_differentiable(primals[i]))
+    return pipeline.jvp_function(f, positions, containers), positions, inner
 
 
 def jvp_frule(primals, tangents):
     """Forward mode over `adjoint.jvp(f, primals, tangents)`."""
-    (f, inner_primals, inner_tangents), (df, dprimals, dtangents) = primals[:3], tuple(tangents[:3]) + (None,) * (3 - len(tangents[:3]))
+    (f, inner_primals, inner_tangents), (df, dprimals, dtangents) = primals[:3], (tuple(tangents) + (None,) * 3)[:3]
     if df is not None:
         raise AdjointError("adjoint.jvp of a closure over varied values cannot be differentiated again yet")
     inner_primals, inner_tangents = tuple(inner_primals), tuple(inner_tangents)
