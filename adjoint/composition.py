@@ -18,14 +18,29 @@ import numpy as np
 
 from . import arguments, derivatives, frules, registry, runtime, tree
 from .compiler import pipeline
+from .runtime import calls as runtime_calls
 from .errors import AdjointError
 
 # `adjoint.grad(f)` made inside differentiated code: the gradient carries `f`'s tangent (a
-# closure's: what it closes over), so calling it differentiates with respect to those too.
-def _grad_frule(primals, tangents, **kwargs):
-    from .api import grad  # noqa: PLC0415
+# closure's: what it closes over), so calling it differentiates with respect to those too; the
+# gradient's cotangent goes back to `f` the same way. So for `adjoint.value_and_grad`.
+def _constructor_frule(constructor):
+    def constructor_frule(primals, tangents, **kwargs):
+        return constructor(*primals, **kwargs), tangents[0] if tangents else None
 
-    return grad(*primals, **kwargs), tangents[0] if tangents else None
+    constructor_frule.__name__ = constructor_frule.__qualname__ = f"{constructor.__name__}_frule"
+    return constructor_frule
+
+
+def _constructor_rrule(constructor):
+    def constructor_rrule(f, *args, **kwargs):
+        def constructor_pullback(g):
+            return (g,)
+
+        return constructor(f, *args, **kwargs), constructor_pullback
+
+    constructor_rrule.__name__ = constructor_rrule.__qualname__ = f"{constructor.__name__}_rrule"
+    return constructor_rrule
 
 
 # `adjoint.jvp` inside differentiated code: its generated JVP code is differentiated again, in
@@ -59,19 +74,20 @@ def jvp_frule(primals, tangents):
 
 
 def jvp_rrule(f, primals, tangents):
-    """Reverse mode over `adjoint.jvp(f, primals, tangents)`: the generated JVP code, reversed."""
+    """Reverse mode over `adjoint.jvp(f, primals, tangents)`: the generated JVP code, reversed;
+    a closure `f` gets the cotangents of what it closes over (the JVP code shares its cells)."""
     primals, tangents = tuple(primals), tuple(tangents)
     code, positions, inner = _jvp_code(f, primals, tangents)
-    wrt = (0,) + tuple(1 + i for i, p in enumerate(primals) if runtime.is_differentiable(p) or tree.tree_leaves(p))
-    value, back = runtime.vjp(wrt, code, inner, *primals)
+    wrt = (1,) + tuple(2 + i for i, p in enumerate(primals) if runtime.is_differentiable(p) or tree.tree_leaves(p))
+    closes_over = bool(runtime_calls.captured_names(f))
+    value, back = runtime.closure_vjp(((0,) if closes_over else ()) + wrt, code, inner, *primals)
 
     def jvp_pullback(g):
-        cotangents = back(g)
-        dinner, dprimals = cotangents[0], cotangents[1:]
+        f_bar, dinner, *dprimals = back(g)
         dtangents = [None] * len(primals)
         for position, part in zip(positions, dinner or ()):
             dtangents[position] = part if tangents[position] is not None else None
-        return None, tuple(dprimals), tuple(dtangents)
+        return f_bar, tuple(dprimals), tuple(dtangents)
 
     return value, jvp_pullback
 
@@ -101,14 +117,9 @@ def register():
     ]:
         registry.rrule(function)(_refusing(function, why))
         frules.frule(function)(_refusing(function, why))
-    frules.frule(api.grad)(_grad_frule)
-
-    @registry.rrule(api.grad)
-    def grad_rrule(f, wrt=0, freeze=None):
-        def grad_pullback(g):
-            return (g,)
-
-        return api.grad(f, wrt, freeze), grad_pullback
+    for constructor in (api.grad, api.value_and_grad):
+        frules.frule(constructor)(_constructor_frule(constructor))
+        registry.rrule(constructor)(_constructor_rrule(constructor))
 
 
 

@@ -327,11 +327,20 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):
     reverse_wrt = tuple(i for i in positions if i < len(primals) and arguments.carries_gradient(primals[i], i, f))
     forward = forwards.forward(f, reverse_wrt + tuple(captured), (), primals)
     seed = functools.partial(arguments.unit, f=f)
-    program_tangents = (closure or None, None, tuple(tangents) + (None,) * (len(primals) - len(tangents)))
+    tangents = tuple(tangents) + (None,) * (len(primals) - len(tangents))
     with forwards.recursion_headroom():
-        cotangents, dcotangents = runtime.jvp(gradient_program, (forward, seed, primals), program_tangents)
-    count = len(primals) + len(captured)
+        if closure or any(t is not None for t in tangents):
+            program_tangents = (closure or None, None, tangents)
+            cotangents, dcotangents = runtime.jvp(gradient_program, (forward, seed, primals), program_tangents)
+        else:  # the gradient alone (a reverse rule's value): no tangents to carry
+            cotangents = gradient_program(forward, seed, primals)
+            dcotangents = (None,) * len(tuple(cotangents))
+    # the pullback gives one cotangent per parameter (those left to defaults too), then the captured
+    positional = runtime_calls.positional_count(f, len(primals)) if hasattr(f, "__code__") else len(primals)
+    count = positional + len(captured)
     cotangents, dcotangents = registry.padded(cotangents, count), registry.padded(dcotangents, count)
+    cotangents = cotangents[: len(primals)] + cotangents[positional:]
+    dcotangents = dcotangents[: len(primals)] + dcotangents[positional:]
     dcotangents = tuple(
         None if c is None else runtime.tangent_like(d, c) for c, d in zip(cotangents, dcotangents)
     )

@@ -498,3 +498,45 @@ def test_a_model_holding_a_function_takes_a_tangent_of_its_own_type():
     gradient = G(mse)(model, x, y)
     expected = sum(np.sum(g * d) for g, d in zip(adjoint.tree_leaves(gradient), adjoint.tree_leaves(direction)))
     assert slope == pytest.approx(expected, rel=1e-10)
+
+
+# ---- closures inside losses (review) -------------------------------------------------------------
+
+def test_jvp_of_a_closure_inside_a_loss_gives_the_closures_values_their_gradient():
+    def loss(w):
+        _, slope = adjoint.jvp(lambda y: w * y ** 2, (3.0,), (1.0,))  # 6w
+        return slope * w
+
+    assert G(loss)(2.0) == pytest.approx(24.0)
+
+    def through_a_model(w):
+        return adjoint.jvp(lambda y: network([w[:, None] * np.ones((3, 4)), np.zeros(4), np.ones(4)], y), (X[0, :3],), (w,))[1] ** 2
+
+    w = np.array([0.5, -0.2, 0.9])
+    expected = np.array([(through_a_model(w + 1e-6 * e) - through_a_model(w - 1e-6 * e)) / 2e-6 for e in np.eye(3)])
+    np.testing.assert_allclose(G(through_a_model)(w), expected, rtol=1e-6, atol=1e-9)
+
+
+def test_an_inner_gradient_of_a_closure_with_an_int_default():
+    def loss(w):
+        return G(lambda y, k=2: w * y ** k)(1.5)  # 3w
+
+    def loop_variables(w):
+        return sum(G(f)(2.0) for f in [lambda y, i=i: w * y ** (i + 1) for i in range(3)])
+
+    assert G(loss)(0.7) == pytest.approx(3.0)
+    assert G(loop_variables)(0.7) == pytest.approx(17.0)
+
+
+def test_refusals_inside_losses_say_what_they_are():
+    def value_and_grad_of_a_closure(w):
+        value, slope = adjoint.value_and_grad(lambda y: w * y ** 2)(1.5)
+        return value + slope
+
+    def nested_twice(x):
+        return G(lambda y: np.sum(G(lambda z: z ** 3)(y) ** 2))(x)
+
+    with pytest.raises(adjoint.AdjointError, match="value_and_grad of a closure"):
+        G(value_and_grad_of_a_closure)(0.7)
+    with pytest.raises(adjoint.AdjointError, match="third derivative"):
+        G(nested_twice)(1.5)

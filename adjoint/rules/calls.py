@@ -48,7 +48,7 @@ def closure_vjp_frule(primals, tangents, **kwargs):
     if any(runtime_calls._cell(fn, name) is fn for name in captured):
         _refuse(fn, "a recursive closure")
     forward = runtime._transform_hook(fn, tuple(sorted(set(arg_wrt))) + tuple(captured), args)
-    layout = (runtime_calls._positional_count(fn, len(args)), tuple(captured))
+    layout = (runtime_calls.positional_count(fn, len(args)), tuple(captured))
     program = (forward, args, kwargs, adj.closure_cotangents, layout)
     return adj.jvp(adj.vjp_program, program, (dfn or None, dargs, None, None, None))
 
@@ -73,7 +73,10 @@ def _plan(wrt, fn, args, dargs, dfn=None):
     and how its cotangents are laid out (`reshape` None: as they are). `dfn`, the tangent of
     `fn` (a closure's), is followed only into a Python function's own code."""
     if getattr(fn, "__adjoint_rrule__", None) is not None:
-        _refuse(fn, "a gradient called inside a function whose gradient is differentiated again (a third derivative)")
+        raise adj.RuleError(
+            "a gradient called inside a function whose gradient is differentiated again is a third "
+            "derivative, which adjoint does not compute yet"
+        )
     if isinstance(fn, type):
         _refuse(fn)
     rule = registry.lookup(fn) if not isinstance(fn, types.MethodType) else None

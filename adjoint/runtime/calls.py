@@ -72,7 +72,7 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         return value, lambda g: (None, *pullback(g))
     forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured), args)
     value, pullback = forward(*args, **kwargs)
-    count = _positional_count(fn, len(args))
+    count = positional_count(fn, len(args))
 
     def closure_pullback(g):
         cotangents = tuple(pullback(g))
@@ -194,7 +194,7 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     bound = (fn.__self__,) if isinstance(fn, types.MethodType) else ()
     forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",), (*bound, *args))
     value, pullback = forward(*bound, *args, **keywords, **named)
-    count = _positional_count(function, len(bound) + len(args))
+    count = positional_count(function, len(bound) + len(args))
 
     def kwargs_pullback(g):
         cotangents = tuple(pullback(g))
@@ -203,9 +203,13 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     return value, kwargs_pullback
 
 
-def _positional_count(function, passed: int) -> int:
+def positional_count(function, passed: int) -> int:
     """How many positional cotangents the generated pullback of `function` returns when it is
-    called with `passed` positional arguments: one per parameter, and per extra `*args` item."""
+    called with `passed` positional arguments: one per parameter, and per extra `*args` item.
+
+    >>> positional_count(lambda y, k=2: y ** k, 1), positional_count(lambda *xs: sum(xs), 3)
+    (2, 3)
+    """
     code = function.__code__
     if code.co_flags & inspect.CO_VARARGS:
         return max(passed, code.co_argcount)
