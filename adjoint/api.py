@@ -193,8 +193,12 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None, mode="vjp") -> s
     if mode == "jvp" or hasattr(f, "__adjoint_gradient_of__"):
         if freeze is not None or params is not None:
             raise AdjointError("freeze= and params= apply to reverse mode only")
+        if not hasattr(f, "__adjoint_gradient_of__"):
+            _require_python_function(f)
         count = len(args) if args is not None else getattr(getattr(f, "__code__", None), "co_argcount", 0)
         positions = tuple(range(count)) if wrt is None else _positions(wrt)
+        if args is None and any(i >= count for i in positions) and hasattr(f, "__code__"):
+            raise AdjointError(f"wrt names argument {max(positions)}, but {_name(f)} has {count} parameters")
         return derivatives.derivative_source(f, positions, args, mode)
     if args is not None and not isinstance(f, types.FunctionType):  # a layer, or a bound method
         call = getattr(type(f), "__call__", None)

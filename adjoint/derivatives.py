@@ -44,6 +44,9 @@ def jvp(f, primals, tangents):
     >>> float(value), float(tangent)
     (0.0, 2.0)
     """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise AdjointError("jvp takes the primals and the tangents as tuples, one entry per positional argument: "
+                           "adjoint.jvp(f, (x,), (v,))")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise AdjointError(f"jvp needs one tangent per primal: got {len(primals)} primals and {len(tangents)} tangents")
@@ -75,7 +78,12 @@ def _checked_tangent(primal, tangent, index, path=""):
         return tangent
     kids = tree.children(primal)
     if not kids or not tree.tree_leaves(primal):
-        return None  # an int, a string, a function: nothing moves
+        if not path:  # an argument given a tangent it cannot have (`2` written for `2.0`)
+            raise AdjointError(
+                f"argument {index} is a {type(primal).__name__}, which does not move: its tangent must be None "
+                f"(write a float, `2.0`, to differentiate with respect to it)"
+            )
+        return None  # an int, a string, a function inside a model: nothing moves
     if isinstance(tangent, structs.Tangent):
         fits = structs.is_struct(primal) and structs.tangent_type(tangent) is type(primal)
         given = list(structs.tangent_fields(tangent))
@@ -83,6 +91,8 @@ def _checked_tangent(primal, tangent, index, path=""):
         fits, given = isinstance(primal, dict), list(tangent)
     elif isinstance(tangent, (list, tuple)):
         fits, given = isinstance(primal, (list, tuple)) and len(tangent) == len(primal), []
+        if isinstance(primal, (list, tuple)) and not fits:
+            raise AdjointError(f"the tangent of {where} has {len(tangent)} items, the argument {len(primal)}")
     else:
         fits, given = type(tangent) is type(primal), []
     names = {key for key, _ in kids}
@@ -158,11 +168,11 @@ def jacobian(f, wrt=0, mode="rev"):
     """
     if mode not in ("rev", "fwd"):
         raise AdjointError(f'jacobian mode must be "rev" or "fwd", not {mode!r}')
-    if not isinstance(wrt, int) or wrt < 0:
+    if not isinstance(wrt, int) or isinstance(wrt, bool) or wrt < 0:
         raise AdjointError(f"jacobian's wrt must be a non-negative int, not {wrt!r}")
 
     @functools.wraps(f)
-    def jacobian_of_f(*args):
+    def jacobian_of_f(*args, **kwargs):
         if wrt >= len(args):
             raise AdjointError(f"wrt names argument {wrt}, but {arguments.name_of(f)} was called with {len(args)} arguments")
         x = args[wrt]
@@ -177,7 +187,7 @@ def jacobian(f, wrt=0, mode="rev"):
                 direction[k] = 1
                 direction = direction.reshape(x_array.shape) if isinstance(x, np.ndarray) else direction.reshape(()).item()
                 tangents = tuple(direction if i == wrt else None for i in range(len(args)))
-                value, column = jvp(f, args, tangents)
+                value, column = jvp(functools.partial(f, **kwargs) if kwargs else f, args, tangents)
                 if not runtime.is_differentiable(value):
                     raise AdjointError(f"jacobian needs {arguments.name_of(f)} to return a float or float array")
                 columns.append(np.asarray(column))
@@ -187,7 +197,7 @@ def jacobian(f, wrt=0, mode="rev"):
             return np.stack(columns, axis=-1).reshape(out_shape + x_array.shape)
         from .api import pullback  # noqa: PLC0415
 
-        value, back = pullback(f, *args)
+        value, back = pullback(f, *args, **kwargs)
         if not runtime.is_differentiable(value):
             raise AdjointError(f"jacobian needs {arguments.name_of(f)} to return a float or float array")
         out = np.asarray(value)
@@ -304,20 +314,22 @@ def _structured(cotangents, primals) -> tuple:
     )
 
 
-def _gradient_jvp(f, positions, primals, tangents, closure, captured=()):
+def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0):
     """The cotangents of every positional argument of `f` (None outside `positions`), then of
     the names in `captured` that `f` closes over, and the tangents of all of them, by forward
     mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
     primals = tuple(primals)
-    function, bound, keywords = runtime._unwrapped(f)
-    if bound and not keywords:  # a bound method, partial or callable object: what it binds is constant
-        count = len(bound)
+    _refuse_models(f, primals[bound:])  # what a bound method or partial binds is constant
+    function, binds, keywords = runtime._unwrapped(f)
+    if binds and not keywords:  # a bound method, partial or callable object: what it binds is constant
+        count = len(binds)
         cotangents, dcotangents = _gradient_jvp(
-            function, tuple(i + count for i in positions), bound + primals, (None,) * count + tuple(tangents),
-            closure, captured,
+            function, tuple(i + count for i in positions), binds + primals, (None,) * count + tuple(tangents),
+            closure, captured, count,
         )
         return cotangents[count:], dcotangents[count:]
-    _refuse_models(f, primals)
+    if not hasattr(f, "__code__") and not hasattr(f, "__adjoint_gradient_of__"):
+        f = runtime.calling(f, len(primals))  # `hessian(np.sin)`: the primitive, called from code adjoint reads
     if hasattr(f, "__adjoint_gradient_of__"):
         raise AdjointError(
             f"a gradient of a gradient of {arguments.name_of(f.__adjoint_gradient_of__[0])} cannot be "

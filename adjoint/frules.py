@@ -93,8 +93,9 @@ def _register(primitive, rule: ForwardRule) -> None:
 
 def frule(*primitives, checked: bool = False):
     """Register a forward rule for one or more primitives (a decorator); see the module
-    docstring for the convention. With `checked=True` (how `adjoint.frule` registers users'
-    rules), a `None` tangent for a float part of the value becomes zeros.
+    docstring for the convention (a constant argument's tangent is None). With `checked=True`
+    (how `adjoint.frule` registers users' rules), a `None` tangent for a float part of the value
+    becomes zeros, and a tangent shaped unlike the value is refused.
 
     >>> import numpy as np
     >>> from adjoint.frules import frule, lookup
@@ -123,9 +124,24 @@ def _completed(rule_fn):
     @functools.wraps(rule_fn)
     def checked_frule(primals, tangents, **kwargs):
         value, tangent = rule_fn(tuple(primals), tuple(tangents), **kwargs)
-        return value, runtime.complete_tangent(tangent, value)
+        tangent = runtime.complete_tangent(tangent, value)
+        _check_shapes(tangent, value, rule_fn)
+        return value, tangent
 
     return checked_frule
+
+
+def _check_shapes(tangent, value, rule_fn) -> None:
+    """Refuse a user's forward rule whose tangent is not shaped like its value (it would be
+    broadcast silently)."""
+    if type(value) in (tuple, list) and type(tangent) in (tuple, list):
+        for t, v in zip(tangent, value):
+            _check_shapes(t, v, rule_fn)
+    elif runtime.is_differentiable(value) and np.shape(tangent) != np.shape(value):
+        raise runtime.RuleError(
+            f"the forward rule {rule_fn.__qualname__} returned a tangent of shape {np.shape(tangent)} for a "
+            f"value of shape {np.shape(value)}"
+        )
 
 
 def linear(*primitives, operands=(0,)):

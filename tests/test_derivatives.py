@@ -540,3 +540,43 @@ def test_refusals_inside_losses_say_what_they_are():
         G(value_and_grad_of_a_closure)(0.7)
     with pytest.raises(adjoint.AdjointError, match="third derivative"):
         G(nested_twice)(1.5)
+
+
+# ---- the API's edges (review) --------------------------------------------------------------------
+
+def test_jvp_refuses_a_tangent_for_an_int_and_primals_that_are_not_a_tuple():
+    with pytest.raises(adjoint.AdjointError, match="its tangent must be None"):
+        adjoint.jvp(lambda t: t ** 2, (2,), (1.0,))
+    with pytest.raises(adjoint.AdjointError, match="as tuples"):
+        adjoint.jvp(np.sin, np.array([0.5, 1.0]), np.array([1.0, 1.0]))
+    with pytest.raises(adjoint.AdjointError, match="has 1 items, the argument 2"):
+        adjoint.jvp(lambda p: p[0] * p[1], ((1.0, 2.0),), ((1.0,),))
+
+
+class Scaled:
+    def __init__(self):
+        self.A = np.eye(3) * 2.0
+
+    def loss(self, x):
+        return np.sum((self.A @ x) ** 3)
+
+
+def test_second_derivatives_of_methods_of_objects_holding_arrays_and_of_numpy_functions():
+    x, v = np.array([0.3, 1.1, -0.4]), np.array([1.0, 0.5, 2.0])
+    np.testing.assert_allclose(adjoint.hvp(Scaled().loss, x, v), 48 * x * v)
+    assert adjoint.hessian(np.sin)(0.5) == pytest.approx(-np.sin(0.5))
+    np.testing.assert_allclose(adjoint.hvp(np.sum, x, v), 0.0)
+    assert adjoint.jvp(x.dot, (v,), (v,))[1] == pytest.approx(x @ v)
+
+
+def test_a_users_forward_rule_must_shape_its_tangent_like_its_value():
+    def square(x):
+        return x ** 2
+
+    @adjoint.frule(square)
+    def square_frule(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        return square(x), np.sum(2 * x * dx)  # wrong: a scalar for a vector
+
+    with pytest.raises(adjoint.AdjointError, match="tangent of shape"):
+        adjoint.jvp(lambda t: square(t) + 1.0, (np.ones(2),), (np.ones(2),))

@@ -20,6 +20,7 @@ from ..runtime import calls as runtime_calls
 from ..frules import frule, linear
 
 linear(adj.filled_cotangents, adj.closure_cotangents, adj.prefixed_cotangents, adj.dropped_cotangents)
+registry.non_differentiable(adj.calling)  # it makes a function
 
 
 @frule(adj.vjp)
@@ -80,6 +81,10 @@ def _plan(wrt, fn, args, dargs, dfn=None):
     if isinstance(fn, type):
         _refuse(fn)
     rule = registry.lookup(fn) if not isinstance(fn, types.MethodType) else None
+    if rule is not None and rule.partials is not None and 1 <= len(args) <= 3:
+        # an elementwise rule is generic code: a function calling it has the partials written in
+        call = adj.calling(fn, len(args))
+        return runtime._transform_hook(call, wrt, args), args, dargs, adj.filled_cotangents, (args, wrt)
     if rule is not None:
         return rule.rrule, args, dargs, adj.filled_cotangents, (args, wrt)
     if dfn and not isinstance(fn, types.FunctionType):

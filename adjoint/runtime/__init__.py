@@ -58,7 +58,7 @@ from .indexing import (
 )
 from .building import construct_vjp, is_constructible
 from .structs import Tangent, field_bar, item_bar
-from .nested import closure_cotangents, dropped_cotangents, filled_cotangents, prefixed_cotangents, vjp_program
+from .nested import calling, closure_cotangents, dropped_cotangents, filled_cotangents, prefixed_cotangents, vjp_program
 from .tangents import complete_tangent, holds_floats, tangent_like, tangent_or_zeros, zero_tangent
 from .forward_calls import closure_jvp, field_tangent, install_tangent_transformer, jvp, keywords_jvp, method_jvp
 from .linear import (
@@ -145,6 +145,7 @@ __all__ = [
     "closure_cotangents",
     "prefixed_cotangents",
     "dropped_cotangents",
+    "calling",
 ]
 for _family in (
     assembly, contraction, factorizations, gathering, item_transposes, perturbations, pointwise, reducing,

@@ -50,9 +50,9 @@ def jvp(fn, primals, tangents, /, outermost=False, **kwargs):
         return special(tuple(primals), tuple(tangents), **kwargs)
     if outermost and type(fn) is types.FunctionType and frules.lookup(fn) is None and registry.lookup(fn) is None:
         return _call_transformed(fn, primals, tangents, {}, kwargs, outermost=True)
+    if isinstance(fn, types.BuiltinMethodType) and isinstance(getattr(fn, "__self__", None), (np.ndarray, np.generic)):
+        return method_jvp(fn.__self__, None, fn.__name__, primals, tangents, **kwargs)  # `x.dot`: the array first
     rule = frules.lookup(fn) if not isinstance(fn, types.MethodType) else None
-    if rule is None and isinstance(fn, types.BuiltinMethodType) and isinstance(getattr(fn, "__self__", None), (np.ndarray, np.generic)):
-        return method_jvp(fn.__self__, None, fn.__name__, primals, tangents, **kwargs)
     if rule is not None:
         return rule.frule(tuple(primals), tuple(tangents), **kwargs)
     if isinstance(fn, type) and registry.lookup(fn) is None and is_constructible(fn):
