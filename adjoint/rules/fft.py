@@ -96,10 +96,10 @@ def ifftn_rrule(a, s=None, axes=None, norm=None):
     return np.fft.ifftn(a, s, axes=axes, norm=norm), ifftn_pullback
 
 
-# ---- real transforms: half spectra ---------------------------------------------------------------
-
-
 linear(np.fft.ifftn)
+
+
+# ---- real transforms: half spectra ---------------------------------------------------------------
 
 @rrule(np.fft.rfft)
 def rfft_rrule(a, n=None, axis=-1, norm=None):

@@ -152,9 +152,9 @@ def max_rrule(a, axis=None, *, keepdims=False):
     return ans, max_pullback
 
 
-# The tangent at the extremum; ties take the mean of theirs.
+# The tangent at the extremum (ties: the mean of theirs, as the cotangent is shared), for max and min.
 @unary_frule(np.max, np.amax, np.ndarray.max)
-def max_jvp(t, a, ans, axis=None, *, keepdims=False):
+def extremum_jvp(t, a, ans, axis=None, *, keepdims=False):
     return np.sum(adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
 
 
@@ -168,9 +168,7 @@ def min_rrule(a, axis=None, *, keepdims=False):
     return ans, min_pullback
 
 
-@unary_frule(np.min, np.amin, np.ndarray.min)
-def min_jvp(t, a, ans, axis=None, *, keepdims=False):
-    return np.sum(adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims) * t, axis=axis, keepdims=keepdims)
+unary_frule(np.min, np.amin, np.ndarray.min)(extremum_jvp)
 
 
 # NaN entries never equal the extremum, so they get nothing; an all-NaN slice gets zeros.
@@ -185,7 +183,7 @@ def nanmax_rrule(a, axis=None, *, keepdims=False):
 
 
 @unary_frule(np.nanmax)
-def nanmax_jvp(t, a, ans, axis=None, *, keepdims=False):
+def nan_extremum_jvp(t, a, ans, axis=None, *, keepdims=False):
     chosen = adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims)  # never a NaN entry
     return np.sum(chosen * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
 
@@ -200,10 +198,7 @@ def nanmin_rrule(a, axis=None, *, keepdims=False):
     return ans, nanmin_pullback
 
 
-@unary_frule(np.nanmin)
-def nanmin_jvp(t, a, ans, axis=None, *, keepdims=False):
-    chosen = adj.unreduce_chosen(1.0, a, ans, axis=axis, keepdims=keepdims)  # never a NaN entry
-    return np.sum(chosen * adj.zero_at_nan(t, a), axis=axis, keepdims=keepdims)
+unary_frule(np.nanmin)(nan_extremum_jvp)
 
 
 @rrule(np.ptp, sequences=True)
