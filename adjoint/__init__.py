@@ -15,6 +15,8 @@ from .errors import AdjointError, TransformError
 from .implicit import Grads, Params, params
 from .registry import non_differentiable
 from .runtime.structs import Tangent
+from .steering import checkpoint, hook, stop_gradient, within_gradient
+from .rules import steering as _steering_rules  # noqa: F401  (registers their rules)
 from .tree import tree_leaves, tree_map
 from . import optim, testing  # noqa: E402  (adjoint.optim.SGD, adjoint.testing.check_grad)
 from . import composition as _composition  # noqa: E402
@@ -27,11 +29,13 @@ __all__ = [
     "Params",
     "Tangent",
     "TransformError",
+    "checkpoint",
     "differentiable",
     "frule",
     "grad",
     "gradient",
     "hessian",
+    "hook",
     "hvp",
     "jacobian",
     "jvp",
@@ -40,8 +44,10 @@ __all__ = [
     "pullback",
     "rrule",
     "source",
+    "stop_gradient",
     "tree_leaves",
     "tree_map",
     "value_and_grad",
+    "within_gradient",
 ]
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ import types
 from . import arguments, derivatives, forwards, implicit, registry, runtime, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
+from .runtime.gradient_mode import differentiating
 
 __all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule"]
 
@@ -190,6 +191,7 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None, mode="vjp") -> s
     """
     if mode not in ("vjp", "jvp"):
         raise AdjointError(f'source mode must be "vjp" or "jvp", not {mode!r}')
+    f = getattr(f, "__adjoint_checkpoint_of__", f)  # the code its pullback runs again
     if mode == "jvp" or hasattr(f, "__adjoint_gradient_of__"):
         if freeze is not None or params is not None:
             raise AdjointError("freeze= and params= apply to reverse mode only")
@@ -271,20 +273,21 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
     freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
     if registry.lookup(f) is not None or hasattr(f, "__adjoint_rrule__"):  # a rule, or a derivative
-        value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
+        with differentiating():
+            value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:
         _require_python_function(f)
         forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
         forwards.refuse_shared_updated_arguments(f, forward, args)
         if freezings:
-            with _recursion_headroom(), trainable.pruning(trainable.pruned(freezings, args, wrt)):
+            with _recursion_headroom(), differentiating(), trainable.pruning(trainable.pruned(freezings, args, wrt)):
                 value, generated_pullback = forward(*args, **kwargs)
         else:  # arrays and floats only: the common case, kept cheap
-            with _recursion_headroom():
+            with _recursion_headroom(), differentiating():
                 value, generated_pullback = forward(*args, **kwargs)
 
     def back(cotangent):
-        with _recursion_headroom():  # deep models are completed recursively too
+        with _recursion_headroom(), differentiating():  # deep models are completed recursively too
             cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
             for i in wrt if collector is not None else ():
                 collector.add(args[i], cotangents[i])

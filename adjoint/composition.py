@@ -93,7 +93,7 @@ def jvp_rrule(f, primals, tangents):
 
 
 def register():
-    from . import api  # noqa: PLC0415
+    from . import api, steering  # noqa: PLC0415
 
     registry.non_differentiable(arguments.unit)  # a gradient's seed: ones
     for function in (derivatives.jvp, runtime.jvp):
@@ -117,7 +117,7 @@ def register():
     ]:
         registry.rrule(function)(_refusing(function, why))
         frules.frule(function)(_refusing(function, why))
-    for constructor in (api.grad, api.value_and_grad):
+    for constructor in (api.grad, api.value_and_grad, steering.checkpoint):
         frules.frule(constructor)(_constructor_frule(constructor))
         registry.rrule(constructor)(_constructor_rrule(constructor))
 

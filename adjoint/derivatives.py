@@ -23,6 +23,7 @@ import numpy as np
 
 from . import arguments, forwards, frules, registry, runtime, tree
 from .runtime import structs
+from .runtime.gradient_mode import differentiating
 from .compiler import pipeline
 from .runtime import calls as runtime_calls
 from .errors import AdjointError
@@ -51,7 +52,7 @@ def jvp(f, primals, tangents):
     if len(primals) != len(tangents):
         raise AdjointError(f"jvp needs one tangent per primal: got {len(primals)} primals and {len(tangents)} tangents")
     checked = tuple(_checked_tangent(p, t, i) for i, (p, t) in enumerate(zip(primals, tangents)))
-    with forwards.recursion_headroom():
+    with forwards.recursion_headroom(), differentiating():
         value, tangent = runtime.jvp(f, primals, checked, outermost=True)
     return value, runtime.complete_tangent(tangent, value)
 

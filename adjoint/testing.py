@@ -16,6 +16,7 @@ import numpy as np
 
 from . import api, frules, registry, runtime, trainable, tree
 from .runtime import structs
+from .runtime.gradient_mode import differentiating
 
 __all__ = ["check_grad", "check_jvp", "check_rrule", "check_frule"]
 
@@ -29,6 +30,8 @@ def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, forward=True, *
     follow the arguments' precision (float32 arguments get looser ones); a function that
     computes in float32 inside while its arguments are float64 needs them loosened by hand
     (`eps=1e-3, rtol=1e-2`), since its finite differences are only as precise as float32.
+    Finite differences run `f` as it runs when differentiated: `adjoint.within_gradient()` is
+    true (a dropout layer drops).
 
     >>> import numpy as np
     >>> from adjoint.testing import check_grad
@@ -60,7 +63,7 @@ def check_jvp(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
     ]
     value, tangent = derivatives.jvp(f, tuple(args), tuple(directions))
     _assert_unchanged(args, originals, "jvp")
-    _assert_close(value, f(*copy.deepcopy(args)), 1e-9, 1e-12, "jvp's value differs from the plain call's")
+    _assert_close(value, _as_differentiated(f, args, {}), 1e-9, 1e-12, "jvp's value differs from the plain call's")
     low_precision = any(_dtype(a) in (np.float32, np.complex64) for a in args) or _dtype(value) == np.float32
     rtol = rtol if rtol is not None else (2e-3 if low_precision else 1e-6)
     atol = atol if atol is not None else (2e-3 if low_precision else 1e-8)
@@ -140,7 +143,7 @@ def _directional_derivative_all(f, args, kwargs, directions, eps):
             a if d is None else tree.tree_map(lambda leaf, u: moved_leaf(leaf, u, step), a, d)
             for a, d in zip(wide, directions)
         ]
-        return f(*copy.deepcopy(moved), **kwargs)
+        return _as_differentiated(f, moved, kwargs)
 
     return _combine(shifted(eps), shifted(-eps), eps)
 
@@ -188,7 +191,7 @@ def _check_vjp(f, vjp, args, kwargs, rtol, atol, eps, seed):
     originals = copy.deepcopy(args)
     value, back = vjp(*args, **kwargs)
     _assert_unchanged(args, originals, "the forward pass")
-    expected = f(*copy.deepcopy(args), **kwargs)  # the plain call may update its arguments
+    expected = _as_differentiated(f, args, kwargs)  # the plain call may update its arguments
     _assert_close(value, expected, 1e-12, 1e-12, "the value differs from the plain call's")
     v = _random_like(value, rng)
     cotangents = registry.padded(back(v), len(args))
@@ -250,9 +253,15 @@ def _directional_derivative(f, args, kwargs, index, u, eps):
     def shifted(step):
         moved = list(wide)
         moved[index] = tree.tree_map(lambda a, d: moved_leaf(a, d, step), wide[index], u)
-        return f(*copy.deepcopy(moved), **kwargs)
+        return _as_differentiated(f, moved, kwargs)
 
     return _combine(shifted(eps), shifted(-eps), eps)
+
+
+def _as_differentiated(f, args, kwargs):
+    """`f` called on copies of `args` as it runs when differentiated: `within_gradient()` true."""
+    with differentiating():
+        return f(*copy.deepcopy(args), **kwargs)
 
 
 def _combine(plus, minus, eps):

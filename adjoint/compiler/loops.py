@@ -91,8 +91,9 @@ def element_sources(target, iterable, index):
 
 def forward(rev, loop, record: LoopRecord, body_forward, adjoints, counter) -> None:
     """Complete `record` with the forward loop (without its tape yet) and the body's adjoints."""
-    new = gast.For(target=loop.target, iter=loop.iter, body=body_forward, orelse=[], type_comment=None) \
-        if isinstance(loop, gast.For) else gast.While(test=loop.test, body=body_forward, orelse=[])
+    body = body_forward or [gast.Pass()]  # `for _ in range(n): pass` stays a loop
+    new = gast.For(target=loop.target, iter=loop.iter, body=body, orelse=[], type_comment=None) \
+        if isinstance(loop, gast.For) else gast.While(test=loop.test, body=body, orelse=[])
     anno.copy_origin(loop, new)
     gast.copy_location(new, loop)
     if counter is not None:  # `for k, x in enumerate(xs)`: the position routes x's cotangent

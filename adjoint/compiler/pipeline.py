@@ -1,4 +1,4 @@
-"""The compiler, start to finish: source -> fence -> control -> normalize -> ssa -> resolve ->
+"""The compiler, start to finish: source -> fence -> within -> control -> normalize -> ssa -> resolve ->
 frozen -> activity -> inplace -> reverse -> optimize -> emit -> load.
 
 `forward_function(fn, wrt, frozen)` returns the generated forward function of `fn` for the
@@ -16,7 +16,8 @@ import sys
 import weakref
 
 from .. import runtime
-from . import activity, control, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent
+from ..errors import AdjointError
+from . import activity, control, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
 from .context import Context
 from .source import get_source
 
@@ -24,6 +25,7 @@ DEBUG = bool(os.environ.get("ADJOINT_DEBUG"))
 
 # The passes after `fence`, in order; each is `transform(node, ctx) -> node`.
 PASSES = (
+    ("within", within.transform),
     ("control", control.transform),
     ("normalize", normalize.transform),
     ("ssa", ssa.transform),
@@ -68,6 +70,11 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
 
 def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
     """Run every pass over `fn` and compile the result (not cached)."""
+    if getattr(fn, "__adjoint_rrule__", None) is not None:  # its wrapper's code is not what it means
+        raise AdjointError(
+            f"`{fn.__qualname__}` was made by adjoint (a gradient or a checkpoint) and carries its own rules: "
+            "differentiate it by calling it, not by transforming its code"
+        )
     node, ctx = lower(fn, wrt, frozen=frozen, implicit=implicit, mode=mode)
     text = emit.to_source(node, ctx, "forward function and pullback" if mode == REVERSE else "JVP (forward mode)")
     code = fn.__code__

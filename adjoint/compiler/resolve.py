@@ -134,6 +134,8 @@ def classify(obj, text: str) -> Callee:
         return Callee(RULE, text, obj, rule)
     if registry.is_non_differentiable(obj):
         return Callee(NON_DIFFERENTIABLE, text, obj)
+    if getattr(obj, "__adjoint_rrule__", None) is not None:
+        return Callee(DYNAMIC, text, obj)  # a derivative or checkpoint adjoint made: it carries its rules
     if isinstance(obj, types.FunctionType) and not _is_library(obj):
         return Callee(PYTHON, text, obj)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):

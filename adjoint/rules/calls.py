@@ -28,12 +28,14 @@ def vjp_frule(primals, tangents, **kwargs):
     # `fn` may close over values that vary here though the reverse code held it constant (a
     # closure a gradient's function calls): its tangent, `dfn`, comes along
     (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
+    fn = getattr(fn, "__adjoint_checkpoint_of__", fn)  # no memory to save in a JVP: the function itself
     return _program_jvp(*_plan(wrt, fn, tuple(args), tuple(dargs), dfn), kwargs, dfn)
 
 
 @frule(adj.closure_vjp)
 def closure_vjp_frule(primals, tangents, **kwargs):
     (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
+    fn = getattr(fn, "__adjoint_checkpoint_of__", fn)
     args, dargs = tuple(args), tuple(dargs)
     arg_wrt = tuple(i - 1 for i in wrt if i > 0)
     if 0 not in wrt or not (isinstance(fn, types.FunctionType) and runtime_calls.captured_names(fn)):

@@ -59,6 +59,7 @@ from .indexing import (
 from .building import construct_vjp, is_constructible
 from .structs import Tangent, field_bar, item_bar
 from .nested import calling, closure_cotangents, dropped_cotangents, filled_cotangents, prefixed_cotangents, vjp_program
+from .gradient_mode import hooked
 from .tangents import complete_tangent, holds_floats, tangent_like, tangent_or_zeros, zero_tangent
 from .forward_calls import closure_jvp, field_tangent, install_tangent_transformer, jvp, keywords_jvp, method_jvp
 from .linear import (
@@ -146,6 +147,7 @@ __all__ = [
     "prefixed_cotangents",
     "dropped_cotangents",
     "calling",
+    "hooked",
 ]
 for _family in (
     assembly, contraction, factorizations, gathering, item_transposes, perturbations, pointwise, reducing,
@@ -192,6 +194,9 @@ def vjp(wrt, fn, /, *args, **kwargs):
     """
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
+    staged = getattr(fn, "__adjoint_vjp__", None)
+    if staged is not None:  # a checkpointed function (`adjoint.checkpoint`)
+        return staged(wrt, False, args, kwargs)
     special = getattr(fn, "__adjoint_rrule__", None)
     if special is not None:  # a derivative made by adjoint (`adjoint.grad(f)`), differentiated again
         value, pullback = special(*args, **kwargs)

@@ -39,6 +39,11 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     """
     from . import vjp, _transform_hook, zeros_for_none  # noqa: PLC0415  (the package imports this module)
 
+    staged = getattr(fn, "__adjoint_vjp__", None)
+    if staged is not None:  # a checkpointed function (`adjoint.checkpoint`): the closure's cotangent first
+        return staged(tuple(i - 1 for i in wrt if i > 0), 0 in wrt, args, kwargs) if 0 in wrt else _no_closure(
+            staged(tuple(i - 1 for i in wrt if i > 0), False, args, kwargs)
+        )
     special = getattr(fn, "__adjoint_rrule__", None)
     if special is not None:  # a gradient made by adjoint (of a function that may close over floats)
         value, pullback = special(*args, closure=0 in wrt, **kwargs)
@@ -85,6 +90,11 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         return (closure_bar, *cotangents[: len(args)])
 
     return value, closure_pullback
+
+
+def _no_closure(value_and_pullback):
+    value, pullback = value_and_pullback
+    return value, lambda g: (None, *pullback(g))
 
 
 def _bound_parts(cotangents, count):

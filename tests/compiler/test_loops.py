@@ -339,3 +339,15 @@ def test_break_stops_the_pullback_where_the_forward_stopped():
     x = np.array([1.2, 1.4, 0.9])
     assert np.sum(np.sin(x) * 1.5) > 2.0  # breaks after the first iteration
     np.testing.assert_allclose(adjoint.grad(break_in_loop)(x, 5), 1.5 * np.cos(x))
+
+
+def loop_doing_nothing(x, n):
+    for _ in range(n):
+        pass
+    while n < 0:
+        pass
+    return x * 2
+
+
+def test_a_loop_whose_body_does_nothing_stays_a_valid_loop():
+    check_grad(loop_doing_nothing, 1.5, 3)

@@ -1,0 +1,134 @@
+"""Within: `adjoint.within_gradient()` is `True` in generated code, so it is written as `True`
+and the branch it rules out is dropped.
+
+Runs first, on the user's function, so that later passes never see the dropped branch (its
+calls need no rule, its values no adjoint). The user's own function is untouched: called
+plainly, `within_gradient()` asks the run-time flag (`adjoint.runtime.gradient_mode`).
+
+Assumes: a `FunctionDef` from `source` that `fence` accepted.
+Guarantees: no call of `within_gradient` with no arguments remains in the function's own body
+(nested functions are transformed when they are themselves differentiated); an `if`, `while`
+or conditional expression whose test it settles keeps only the arm that runs; the name it was
+reached by is recorded, so rebinding it regenerates the code.
+
+Before:  if adjoint.within_gradient():       After:  mask = rng.random(x.shape) > p
+             mask = rng.random(x.shape) > p          x = x * mask / (1 - p)
+             x = x * mask / (1 - p)
+"""
+
+from __future__ import annotations
+
+import gast
+
+from ..runtime.gradient_mode import within_gradient
+from . import syntax
+from .context import Context
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Write `within_gradient()` as `True` in `node`'s body and drop what that rules out."""
+    local_names = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+    for stmt in node.body:
+        local_names |= syntax.stored_names(stmt)
+    folder = _Folder(ctx, local_names)
+    node.body = _nonempty(folder.visit_body(node.body))
+    return node
+
+
+class _Folder(gast.NodeTransformer):
+    def __init__(self, ctx: Context, local_names: set[str]):
+        self.ctx = ctx
+        self.local_names = local_names
+
+    def visit_body(self, body: list) -> list:
+        result = []
+        for stmt in body:
+            visited = self.visit(stmt)
+            result.extend(visited if isinstance(visited, list) else [visited] if visited is not None else [])
+        return result
+
+    def generic_visit(self, node):
+        if isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            return node  # its own body is transformed when it is differentiated
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(getattr(node, field, None), list):
+                body = self.visit_body(getattr(node, field))
+                setattr(node, field, _nonempty(body) if field == "body" else body)
+        return super().generic_visit(node)
+
+    def visit_Call(self, node):
+        node = super().generic_visit(node)
+        if node.args or node.keywords:
+            return node
+        text = syntax.dotted(node.func)
+        if text is None or text.split(".")[0] in self.local_names:
+            return node
+        obj = _lookup(text, self.ctx)
+        if obj is not within_gradient:
+            return node
+        self.ctx.rely_on(text, obj)
+        return gast.copy_location(syntax.const(True), node)
+
+    def visit_UnaryOp(self, node):
+        node = super().generic_visit(node)
+        if isinstance(node.op, gast.Not) and isinstance(node.operand, gast.Constant):
+            return gast.copy_location(syntax.const(not node.operand.value), node)
+        return node
+
+    def visit_If(self, node):
+        node.test = _truth(self.visit(node.test))
+        if isinstance(node.test, gast.Constant):
+            return self.visit_body(node.body if node.test.value else node.orelse)
+        node.body = _nonempty(self.visit_body(node.body))
+        node.orelse = self.visit_body(node.orelse)
+        return node
+
+    def visit_IfExp(self, node):
+        node.test = _truth(self.visit(node.test))
+        if isinstance(node.test, gast.Constant):
+            return self.visit(node.body if node.test.value else node.orelse)
+        return super().generic_visit(node)
+
+    def visit_While(self, node):
+        node.test = _truth(self.visit(node.test))
+        if isinstance(node.test, gast.Constant) and not node.test.value:
+            return self.visit_body(node.orelse)
+        return self.generic_visit(node)
+
+    def visit_Assert(self, node):
+        node.test = _truth(self.visit(node.test))
+        if isinstance(node.test, gast.Constant) and node.test.value:
+            return []
+        return node
+
+
+def _truth(test):
+    """`test` as a condition: `a and True` is as true as `a`, `a or True` is true."""
+    if not isinstance(test, gast.BoolOp):
+        return test
+    values = [_truth(v) for v in test.values]
+    deciding = isinstance(test.op, gast.Or)  # the constant that settles the whole test
+    if any(isinstance(v, gast.Constant) and bool(v.value) is deciding for v in values):
+        return gast.copy_location(syntax.const(deciding), test)
+    rest = [v for v in values if not isinstance(v, gast.Constant)]
+    if not rest:
+        return gast.copy_location(syntax.const(not deciding), test)
+    if len(rest) == 1:
+        return rest[0]
+    test.values = rest
+    return test
+
+
+def _lookup(text: str, ctx: Context):
+    root, *parts = text.split(".")
+    obj = ctx.lookup_global(root, _UNBOUND)
+    for part in parts:
+        obj = getattr(obj, part, _UNBOUND)
+    return obj
+
+
+def _nonempty(body: list) -> list:
+    return body or [gast.Pass()]
+
+
+_UNBOUND = object()
