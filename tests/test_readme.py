@@ -94,3 +94,13 @@ def test_readme_forward_mode_example_runs_and_its_generated_code_is_what_adjoint
     assert np.allclose(module.hv, module.H @ v) and module.second == 12.0
     assert np.isclose(module.slope, np.sum((np.cos(x) * x + np.sin(x)) * v))
     assert adjoint.source(module.f, mode="jvp") == shown
+
+
+def test_readme_steering_example_holds(tmp_path):
+    namespace = _run_block(tmp_path, "adjoint.within_gradient()", "readme_steering")  # its checks hold
+    import numpy as np
+
+    dropout, x = namespace["dropout"], np.ones((2, 3))
+    assert dropout(x, 0.5, np.random.default_rng(0)) is x
+    assert "if " not in adjoint.source(dropout).split("\n", 1)[1]
+    assert np.any(np.abs(adjoint.grad(namespace["loss"])(namespace["W"], namespace["h"])) > 0.01)  # so clipping clipped

@@ -282,3 +282,24 @@ def test_checkpointing_a_100_step_rnn_every_10_steps_needs_at_least_3x_less_memo
 def test_the_checkpoint_example_runs(capsys):
     runpy.run_path(str(EXAMPLES / "checkpoint_rnn.py"), run_name="__main__")
     assert "gradients agree: True" in capsys.readouterr().out
+
+
+W_global = np.eye(2) * 0.6 + 0.1
+
+
+@adjoint.checkpoint
+def global_block(h):
+    return np.tanh(W_global @ h)
+
+
+def test_a_checkpointed_function_reading_implicit_parameters():
+    def loss(block):
+        h = np.ones(2)
+        for _ in range(3):
+            h = block(h)
+        return np.sum(h ** 2)
+
+    ps = adjoint.params(W_global)
+    checkpointed = adjoint.gradient(lambda: loss(global_block), ps)[W_global]
+    plain = adjoint.gradient(lambda: loss(lambda h: np.tanh(W_global @ h)), ps)[W_global]
+    np.testing.assert_allclose(checkpointed, plain, rtol=1e-14)
