@@ -103,19 +103,25 @@ class _Folder(gast.NodeTransformer):
 
 
 def _truth(test):
-    """`test` as a condition: `a and True` is as true as `a`, `a or True` is true."""
+    """`test` as a condition: `a and True` is as true as `a`; `a or True` is true, once `a`
+    has run (so it is kept unless it is a name or a constant)."""
     if not isinstance(test, gast.BoolOp):
         return test
-    values = [_truth(v) for v in test.values]
     deciding = isinstance(test.op, gast.Or)  # the constant that settles the whole test
-    if any(isinstance(v, gast.Constant) and bool(v.value) is deciding for v in values):
-        return gast.copy_location(syntax.const(deciding), test)
-    rest = [v for v in values if not isinstance(v, gast.Constant)]
-    if not rest:
+    values = []
+    for value in (_truth(v) for v in test.values):
+        if isinstance(value, gast.Constant) and bool(value.value) is deciding:
+            if all(isinstance(v, (gast.Name, gast.Constant)) for v in values):
+                return gast.copy_location(syntax.const(deciding), test)
+            values.append(value)
+            break  # Python never evaluates what follows
+        if not isinstance(value, gast.Constant):
+            values.append(value)
+    if not values:
         return gast.copy_location(syntax.const(not deciding), test)
-    if len(rest) == 1:
-        return rest[0]
-    test.values = rest
+    if len(values) == 1:
+        return values[0]
+    test.values = values
     return test
 
 

@@ -71,3 +71,18 @@ def test_a_body_left_empty_stays_valid_python():
     text = lowered(emptied)
     assert "pass" in text and "x * 2" not in text
     assert adjoint.grad(emptied)(1.0) == 1.0 and emptied(1.0) == 8.0
+
+
+def side_effects(x, log):
+    if log.append(1) or adjoint.within_gradient():  # Python calls log.append first
+        x = x * 2
+    if x > 0 or adjoint.within_gradient() or log.append(2):
+        x = x + 1
+    return x
+
+
+def test_calls_before_a_settling_constant_still_run():
+    text = lowered(side_effects)
+    assert "if log.append(1) or True:" in text and "if x > 0 or True:" in text and "append(2)" not in text
+    log = []
+    assert adjoint.grad(side_effects)(1.0, log) == 2.0 and log == [1]
