@@ -329,8 +329,9 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
             closure, captured, count,
         )
         return cotangents[count:], dcotangents[count:]
-    if not hasattr(f, "__code__") and not hasattr(f, "__adjoint_gradient_of__"):
-        f = runtime.calling(f, len(primals))  # `hessian(np.sin)`: the primitive, called from code adjoint reads
+    if (not hasattr(f, "__code__") or registry.lookup(f) is not None) and not hasattr(f, "__adjoint_gradient_of__"):
+        # `hessian(np.sin)`, or a function with your rule: called from code adjoint reads, so the rule is used
+        f = runtime.calling(f, len(primals))
     if hasattr(f, "__adjoint_gradient_of__"):
         raise AdjointError(
             f"a gradient of a gradient of {arguments.name_of(f.__adjoint_gradient_of__[0])} cannot be "

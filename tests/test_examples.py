@@ -8,7 +8,7 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart", "train"])
+@pytest.mark.parametrize("name", ["quickstart", "train", "implicit_solver"])
 def test_example_runs(name, capsys):
     runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")
     assert capsys.readouterr().out

@@ -15,11 +15,16 @@ it has one of two shapes, copies their math into the generated pullback:
 
   becomes `x_bar = adj.unreduce(s_bar, x, axis=1)` for `s = np.sum(x, axis=1)`.
 
-The user's own statement computes the value (a rule's value equals its primitive's), rule
-parameters become the call's atoms, rule locals get names derived from the call's target, and
-the rule's globals become names generated code can reach. Keyword arguments equal to a
-helper's default are dropped, and `g * 1`-style products simplified, so the result reads as
-written by hand. A rule of any other shape is called as it is (see `reverse`).
+The user's own statement computes the value, so a rule is inlined only when its value is the
+primitive's: adjoint's own rules promise it, and a user's rule (`adjoint.rrule`) must show it,
+its value being literally the primitive called on the rule's own parameters (`return
+softplus(x), softplus_pullback`). A user's rule that computes its value otherwise (a stable
+log-sum-exp overriding a naive one) is called, so that its value is the one used.
+
+Rule parameters become the call's atoms, rule locals get names derived from the call's
+target, and the rule's globals become names generated code can reach. Keyword arguments
+equal to a helper's default are dropped, and `g * 1`-style products simplified, so the
+result reads as written by hand. A rule of any other shape is called as it is (see `calls`).
 """
 
 from __future__ import annotations
@@ -89,7 +94,8 @@ def plan_for(rule) -> Plan | None:
             if rule.partials is not None:
                 plan = _plan_partials(rule.partials)
             else:
-                plan = _plan_rule(rule.definition, checked=rule.rrule is not rule.definition)
+                users = rule.rrule is not rule.definition  # registered `checked`: a user's rule
+                plan = _plan_rule(rule.definition, primitive=rule.primitive if users else None)
         except (_NotInlinable, OSError, TypeError):
             plan = None
         _plans[key] = (rule, plan)  # the rule itself, since ids are reused after it is freed
@@ -145,9 +151,11 @@ def _plan_partials(partials) -> Plan:
     )
 
 
-def _plan_rule(rule_fn, checked: bool) -> Plan:
-    """Plan a full rule; `checked` rules (users') must not return `None` where it is not
-    written literally, since inlined code cannot turn a runtime `None` into zeros."""
+def _plan_rule(rule_fn, primitive=None) -> Plan:
+    """Plan a full rule. A user's rule, given with the `primitive` it is registered for, must
+    compute its value as that primitive does (see `_computes_primitive`) and must not return
+    `None` where it is not written literally, since inlined code cannot turn a runtime `None`
+    into zeros. Adjoint's own rules (no `primitive`) compute their primitives' values."""
     node = _definition(rule_fn)
     args = node.args
     if args.vararg or args.kwarg or args.posonlyargs:
@@ -173,13 +181,43 @@ def _plan_rule(rule_fn, checked: bool) -> Plan:
     pre = [s for s in pre if s.targets[0].id != value_name]
     local_names = set(params) | {pullback.name, pullback.args.args[0].id} | set(assigned)
     global_objects = _globals_of(rule_fn, node, local_names)
-    if checked and not all(r is None or _never_none(r, assigned, global_objects) for r in results):
+    if primitive is not None and not (
+        _computes_primitive(assigned.get(value_name, value), rule_fn, primitive, global_objects)
+        and all(r is None or _never_none(r, assigned, global_objects) for r in results)
+    ):
         raise _NotInlinable
     return Plan(
         [a.id for a in args.args], _defaults(node, params), pre, value_name,
         pullback.args.args[0].id, body, results, local_names, global_objects, rule_fn,
         keyword_only=[a.id for a in args.kwonlyargs],
     )
+
+
+def _computes_primitive(value, rule_fn, primitive, global_objects) -> bool:
+    """Whether a rule's value is literally its primitive called on the rule's parameters, each
+    passed once, in order or by its own name (`f(x, w=w)`), the rule's parameters being the
+    primitive's (names, kinds, defaults): then the user's `f(x)` is the rule's `f(x, w=1.0)`."""
+    if not isinstance(value, gast.Call) or _evaluate(value.func, global_objects) is not primitive:
+        return False
+    params = list(inspect.signature(rule_fn).parameters)
+    passed = [a.id if isinstance(a, gast.Name) else None for a in value.args]
+    in_order = passed == params[: len(passed)]
+    passed += [k.arg if isinstance(k.value, gast.Name) and k.value.id == k.arg else None for k in value.keywords]
+    return in_order and len(passed) == len(params) and set(passed) == set(params) and _same_parameters(rule_fn, primitive)
+
+
+def _same_parameters(rule_fn, primitive) -> bool:
+    try:
+        ours, theirs = (list(inspect.signature(f).parameters.values()) for f in (rule_fn, primitive))
+    except (TypeError, ValueError):
+        return False
+    return [(p.name, p.kind) for p in ours] == [(p.name, p.kind) for p in theirs] and all(
+        _same_default(a.default, b.default) for a, b in zip(ours, theirs)
+    )
+
+
+def _same_default(ours, theirs) -> bool:
+    return ours is theirs or (_is_simple(ours) and type(ours) is type(theirs) and ours == theirs)
 
 
 def _never_none(expr, assigned, global_objects) -> bool:

@@ -243,3 +243,70 @@ def syntax_text(node):
     from adjoint.compiler import syntax
 
     return syntax.unparse(node)
+
+
+# ---- a user's rule is inlined only when its value is, literally, its primitive's ----------------
+
+RAMP_RULE = """
+import numpy as np
+import adjoint
+
+
+def ramp(x, slope=1.0, *, floor=0.0):
+    return np.maximum(x * slope, floor)
+
+
+@adjoint.rrule(ramp)
+def ramp_rrule({parameters}):
+    y = {value}
+
+    def ramp_pullback(g):
+        return (g * slope * (x * slope > floor),)
+
+    return y, ramp_pullback
+"""
+RAMP_PARAMETERS = "x, slope=1.0, *, floor=0.0"
+
+
+def _ramp_module(tmp_path, value, parameters=RAMP_PARAMETERS):
+    from tests.support import load_module
+
+    path = tmp_path / "ramp_rule.py"
+    path.write_text(RAMP_RULE.format(value=value, parameters=parameters))
+    return load_module(path, "ramp_rule")
+
+
+@pytest.mark.parametrize("value, inlined", [
+    ("ramp(x, slope, floor=floor)", True),
+    ("ramp(x, slope=slope, floor=floor)", True),
+    ("np.maximum(x * slope, floor)", False),  # the same math, but not visibly the primitive's value
+    ("ramp(x, 2 * slope, floor=floor)", False),  # the primitive of something else
+    ("ramp(slope, x, floor=floor)", False),  # parameters out of order
+    ("ramp(x, slope)", False),  # a parameter left to the primitive's default
+    ("ramp(x, slope, floor=slope)", False),
+])
+def test_a_users_rule_is_inlined_only_when_its_value_is_visibly_the_primitives(value, inlined, tmp_path):
+    module = _ramp_module(tmp_path, value)
+    assert (inline.plan_for(registry.lookup(module.ramp)) is not None) == inlined
+
+
+@pytest.mark.parametrize("parameters", [
+    "x, slope=2.0, *, floor=0.0",  # `ramp(x)` would mean slope 1.0 to the primitive, 2.0 to the rule
+    "x, slope, *, floor=0.0",
+    "x, slope=1.0, floor=0.0",  # `floor` may be passed by position to the rule, not to the primitive
+])
+def test_a_users_rule_whose_parameters_differ_from_its_primitives_is_called(parameters, tmp_path):
+    module = _ramp_module(tmp_path, "ramp(x, slope, floor=floor)", parameters)
+    assert inline.plan_for(registry.lookup(module.ramp)) is None
+
+
+def test_an_inlined_users_rule_reads_as_its_math(tmp_path):
+    module = _ramp_module(tmp_path, "ramp(x, slope, floor=floor)")
+
+    def f(x):
+        return np.sum(module.ramp(x, 2.0, floor=0.1))
+
+    text = adjoint.source(f)
+    assert "f_ramp = module.ramp(x, 2.0, floor=0.1)" in text  # the user's statement computes the value
+    assert "x_bar = f_ramp_bar * 2.0 * (x * 2.0 > 0.1)" in text
+    check_grad(f, X)
