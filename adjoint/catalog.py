@@ -129,6 +129,7 @@ def _names(primitive) -> list[str]:
     names = [f"x.{n}" for n in _attributes(np.ndarray) if getattr(np.ndarray, n, None) is primitive]
     for prefix, namespace in _NAMESPACES:
         names += [f"{prefix}.{n}".lstrip(".") for n in _attributes(namespace) if getattr(namespace, n) is primitive]
+    names += _random_names(primitive)
     module = getattr(primitive, "__module__", None) or ""
     if module.startswith("scipy."):
         public = module.split("._")[0]  # `scipy.special._logsumexp` -> `scipy.special`
@@ -141,6 +142,16 @@ def _names(primitive) -> list[str]:
 # Aliases people write more often than the function's own name (`np.absolute`, `np.remainder`).
 _USUAL = {"np.abs", "np.mod", "np.conj"}
 
+
+
+def _random_names(primitive) -> list[str]:
+    """`np.random.rand` for `RandomState.rand`, which `np.random.rand` calls on NumPy's global
+    generator, and `np.random.Generator.normal` for a generator's method."""
+    functions = {n: getattr(np.random, n) for n in _attributes(np.random)}
+    names = [f"np.random.{n}" for n, f in functions.items() if getattr(f, "__func__", f) is primitive]
+    for state in (f for f in functions.values() if isinstance(f, type)):
+        names += [f"np.random.{state.__name__}.{n}" for n, m in vars(state).items() if m is primitive and n[0] != "_"]
+    return names
 
 
 def _attributes(namespace) -> list[str]:

@@ -212,16 +212,27 @@ def is_non_differentiable(primitive) -> bool:
 
 def unbound(primitive):
     """The function a bound method calls with its receiver first, or None for anything else:
-    `m.__func__` for a Python method, the array method for a method of an array or NumPy scalar.
+    `m.__func__` for a Python method, the array method for a method of an array or NumPy scalar,
+    the class's method for a method of a random generator, its bit generator or seed sequence
+    (`np.random.normal` too: a method of NumPy's global `RandomState`).
 
     >>> unbound(np.ones(2).sum) is np.ndarray.sum
     True
+    >>> unbound(np.random.default_rng(0).normal) is np.random.Generator.normal
+    True
     """
-    function = getattr(primitive, "__func__", None)
+    function = getattr(primitive, "__func__", None)  # also a compiled method of a NumPy class
     if function is None and isinstance(primitive, types.BuiltinMethodType):
-        if isinstance(primitive.__self__, (np.ndarray, np.generic)):  # `x.sum` is `np.ndarray.sum(x)`
+        receiver = primitive.__self__
+        if isinstance(receiver, (np.ndarray, np.generic)):  # `x.sum` is `np.ndarray.sum(x)`
             function = getattr(np.ndarray, primitive.__name__, None)
+        elif isinstance(receiver, _RANDOM_STATES):  # where NumPy's methods are built-in methods
+            function = getattr(type(receiver), primitive.__name__, None)
     return function
+
+
+# The objects holding random state, whose methods draw from it (`rng.normal`, `rng.spawn`).
+_RANDOM_STATES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, np.random.SeedSequence)
 
 
 _MISSING = object()
@@ -271,10 +282,7 @@ def _with_zero_cotangents(rule_fn):
         else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
     )
 
-    @functools.wraps(rule_fn)
-    def checked_rule(*args, **kwargs):
-        value, pullback = rule_fn(*args, **kwargs)
-
+    def checked(pullback, value, args):
         def counted_pullback(cotangent):
             cotangents = tuple(pullback(cotangent))
             if len(cotangents) > max(most, len(args)):
@@ -289,11 +297,28 @@ def _with_zero_cotangents(rule_fn):
         def checked_pullback(cotangent):
             return zero_filled(_dense(cotangent, value))
 
-        checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(
-            pullback, "__name__", "pullback"
-        )
-        return value, checked_pullback
+        def checked_pullback_frule(primals, tangents, closure=None):
+            (g,), (dg,) = primals, tangents
+            dg = None if dg is None else _dense(dg, value)
+            _, dcotangents = runtime.closure_jvp(pullback, closure, (_dense(g, value),), (dg,))
+            return checked_pullback(g), padded(dcotangents, len(args))
 
+        checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(pullback, "__name__", "pullback")
+        checked_pullback.__adjoint_frule__ = checked_pullback_frule  # forward mode cannot read this wrapper
+        return checked_pullback
+
+    @functools.wraps(rule_fn)
+    def checked_rule(*args, **kwargs):
+        value, pullback = rule_fn(*args, **kwargs)
+        return value, checked(pullback, value, args)
+
+    def checked_rule_frule(primals, tangents, **kwargs):
+        """Forward mode over the rule and its pullback (a second derivative through the rule):
+        the rule as written, its pullback's cotangents checked as when it is called."""
+        (value, pullback), (dvalue, dpullback) = runtime.jvp(rule_fn, primals, tangents, **kwargs)
+        return (value, checked(pullback, value, primals)), (dvalue, dpullback)
+
+    checked_rule.__adjoint_frule__ = checked_rule_frule
     return checked_rule
 
 

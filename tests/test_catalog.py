@@ -36,3 +36,11 @@ def test_functions_without_gradient_are_listed():
 def test_array_attributes_are_shown_without_a_call():
     (entry,) = [e for e in catalog.entries() if e.name == "x.T"]
     assert entry.call == "x.T"
+
+
+def test_random_draws_without_gradient_are_listed_by_their_public_names():
+    listed = set(catalog.without_gradient())
+    assert {"np.random.seed", "np.random.rand", "np.random.default_rng", "np.random.Generator.random",
+            "np.random.Generator.integers", "np.random.PCG64.jumped"} <= listed
+    # draws that move with a float parameter or pick an array's items have a derivative
+    assert not {"np.random.normal", "np.random.Generator.normal", "np.random.Generator.choice"} & listed

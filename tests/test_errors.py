@@ -68,12 +68,12 @@ def test_problem_format():
     )
 
 
-def test_arange_of_a_differentiable_value_is_refused_not_zeroed():
+def test_a_function_with_a_derivative_but_no_rule_is_refused_not_zeroed():
     def f(x):
-        return np.sum(np.arange(x, x + 3.0))
+        return np.median(x * 2.0)
 
-    with pytest.raises(adjoint.TransformError, match="np.arange"):
-        adjoint.grad(f)(0.5)
+    with pytest.raises(adjoint.TransformError, match="np.median"):
+        adjoint.grad(f)(np.ones(3))
 
 
 def test_grad_of_a_complex_output_is_refused_with_what_to_do():

@@ -117,3 +117,13 @@ def sum_into_a_buffer_by_position(x):
 def test_an_array_method_called_with_more_positions_than_its_rule_takes_is_refused_by_name():
     with pytest.raises(adjoint.AdjointError, match="rule for `ndarray.sum` cannot be called this way"):
         adjoint.grad(sum_into_a_buffer_by_position)(np.ones((2, 3)))
+
+
+def test_a_random_generators_bound_method_is_its_classes_function():
+    registry = adjoint.registry
+    rng = np.random.default_rng(0)
+    assert registry.unbound(rng.normal) is np.random.Generator.normal
+    assert registry.unbound(np.random.normal) is np.random.RandomState.normal  # of NumPy's global RandomState
+    assert registry.unbound(rng.bit_generator.jumped) is type(rng.bit_generator).jumped
+    assert registry.is_non_differentiable(rng.integers) and registry.is_non_differentiable(np.random.rand)
+    assert not registry.is_non_differentiable(rng.normal) and registry.lookup(rng.normal) is None

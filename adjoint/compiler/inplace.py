@@ -307,6 +307,8 @@ def _effect_hint(call) -> str:
     if isinstance(call.func, gast.Attribute) and call.func.attr == "at":
         return ("adjoint differentiates `np.add.at(out, i, v)` into a local array name: "
                 "`out = np.zeros(n); np.add.at(out, i, v)`")
+    if isinstance(call.func, gast.Attribute) and call.func.attr == "shuffle":  # `rng.shuffle(y)`
+        return "draw the positions and index with them instead: `x = x[rng.permutation(len(x))]`"
     if isinstance(call.func, gast.Attribute) and call.func.attr in effects.MUTATING_METHODS:
         method = call.func.attr
         return f"`.{method}` updates its receiver in place: build a new value instead (`xs = xs + [...]`)"

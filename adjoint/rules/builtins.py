@@ -141,7 +141,8 @@ non_differentiable(
     builtins.len, builtins.range, builtins.isinstance, builtins.issubclass, builtins.type,
     builtins.int, builtins.bool, builtins.round, builtins.print, builtins.repr, builtins.str,
     builtins.id, builtins.hash, builtins.hasattr, builtins.callable, builtins.all, builtins.any,
-    builtins.ord, builtins.chr,
+    builtins.ord, builtins.chr, builtins.ascii, builtins.bin, builtins.hex, builtins.oct, builtins.format,
+    builtins.bytes, builtins.dir, builtins.open, builtins.input,
 )
 
 

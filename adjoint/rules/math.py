@@ -243,6 +243,43 @@ def float_rrule(x):
 linear(builtins.float)
 
 
+# ---- functions with two results ------------------------------------------------------------------
+
+# As NumPy's: the fractional part's slope is 1, the integral part's 0; x = mantissa * 2 ** exponent
+# with an integer exponent, so d mantissa / dx = 2 ** -exponent.
+@rrule(math.modf)
+def modf_rrule(x):
+    ans = math.modf(x)
+
+    def modf_pullback(g):
+        return (adj.unbroadcast_float(adj.item_bar(g, 0, ans[0]), x),)
+
+    return ans, modf_pullback
+
+
+@frule(math.modf)
+def modf_frule(primals, tangents):
+    ans = math.modf(*primals)
+    return ans, adj.tangent_like((tangents[0], None), ans)
+
+
+@rrule(math.frexp)
+def frexp_rrule(x):
+    ans = math.frexp(x)
+
+    def frexp_pullback(g):
+        return (adj.unbroadcast_float(adj.item_bar(g, 0, ans[0]) * 2.0 ** -ans[1], x),)
+
+    return ans, frexp_pullback
+
+
+@frule(math.frexp)
+def frexp_frule(primals, tangents):
+    ans = math.frexp(*primals)
+    t = tangents[0]
+    return ans, adj.tangent_like((None if t is None else t * 2.0 ** -ans[1], None), ans)
+
+
 # ---- piecewise constant, integer-valued or boolean: no gradient ----------------------------------
 
 non_differentiable(

@@ -87,5 +87,6 @@ linear(np.ndarray.astype)
 
 non_differentiable(
     np.ndarray.argmax, np.ndarray.argmin, np.ndarray.argsort, np.ndarray.argpartition, np.ndarray.searchsorted,
-    np.ndarray.nonzero, np.ndarray.any, np.ndarray.all,
+    np.ndarray.nonzero, np.ndarray.any, np.ndarray.all, np.ndarray.tobytes, np.ndarray.tofile, np.ndarray.dump,
+    np.ndarray.dumps,
 )

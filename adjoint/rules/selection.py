@@ -1,16 +1,19 @@
 """Selecting entries: diagonals, triangles, take, take_along_axis, sort, partition, select,
-compress, real_if_close.
+compress, real_if_close, unique, bincount.
 
 A selection's pullback puts each entry of the cotangent back where the entry was selected
 from, zeros elsewhere (`adj.untake` and its kin); an entry selected several times gets the sum.
-Index, boolean-mask and condition operands get no cotangent. The functions that only find
-indices or count (`np.argsort`, `np.nonzero`) carry no gradient, and are declared at the end
-(their array methods, with the other methods, in `methods`).
+Index, boolean-mask and condition operands get no cotangent. `np.unique` selects one copy of
+each distinct value, standing for all of them: its cotangent is shared between the copies.
+`np.bincount` adds each weight into its bin, and its pullback reads each bin's cotangent back.
+The functions that only find indices or count (`np.argsort`, `np.nonzero`) carry no gradient,
+and are declared at the end (their array methods, with the other methods, in `methods`).
 
 Forward, a selection applied to the tangent selects the tangent's entries: the selections with
 a fixed choice of entries are `linear`. Which entries `np.sort` and `np.partition` choose depends
-on the values, so the tangent follows the value's permutation, and `np.real_if_close` drops the
-tangent's imaginary part where the value's was dropped.
+on the values, so the tangent follows the value's permutation; a distinct value's tangent is the
+mean of its copies'; and `np.real_if_close` drops the tangent's imaginary part where the value's
+was dropped.
 """
 
 import numpy as np
@@ -207,11 +210,82 @@ def real_if_close_frule(primals, tangents, **kwargs):
     return value, adj.tangent_like(adj.tangent_or_zeros(tangents[0], primals[0]), value)
 
 
+# ---- distinct values and bins -----------------------------------------------------------------
+
+# Each distinct value is the common value of its copies; moving them together (the only moves
+# that keep the output's shape) moves it as much, so its cotangent is shared equally between
+# them, as a maximum's is between ties. The indices and counts it may also return are integers.
+@rrule(np.unique)
+def unique_rrule(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, **kwargs):
+    ans = np.unique(ar, return_index, return_inverse, return_counts, axis, **kwargs)
+
+    def unique_pullback(g):
+        g = g[0] if return_index or return_inverse or return_counts else g
+        return (None if g is None else adj.cotangent_like(_shared_between_copies(g, ar, axis, kwargs), ar),)
+
+    return ans, unique_pullback
+
+
+@frule(np.unique)
+def unique_frule(primals, tangents, **kwargs):
+    def unique_jvp(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, **kwargs):
+        ans = np.unique(ar, return_index, return_inverse, return_counts, axis, **kwargs)
+        several = return_index or return_inverse or return_counts
+        dar = tangents[0] if tangents else None
+        values_dot = None if dar is None else _mean_of_copies(dar, ar, axis, kwargs)
+        return ans, adj.tangent_like((values_dot, *(None,) * (len(ans) - 1)) if several else values_dot, ans)
+
+    return unique_jvp(*primals, **kwargs)
+
+
+def _copies(ar, axis, kwargs):
+    """Which distinct value (or slice along `axis`) each entry of `ar` is a copy of, and how many
+    copies each has."""
+    _, inverse, counts = np.unique(ar, return_inverse=True, return_counts=True, axis=axis, **kwargs)
+    return inverse.ravel(), counts
+
+
+def _shared_between_copies(g, ar, axis, kwargs):
+    inverse, counts = _copies(ar, axis, kwargs)
+    if axis is None:
+        return (g / counts)[inverse].reshape(np.shape(ar))
+    along = [-1 if a == axis % np.ndim(g) else 1 for a in range(np.ndim(g))]
+    return np.take(g / counts.reshape(along), inverse, axis)
+
+
+def _mean_of_copies(t, ar, axis, kwargs):
+    inverse, counts = _copies(ar, axis, kwargs)
+    moved = np.ravel(t) if axis is None else np.moveaxis(np.asarray(t), axis, 0)
+    total = np.zeros((len(counts),) + moved.shape[1:], dtype=np.result_type(moved, float))
+    np.add.at(total, inverse, moved)
+    mean = total / counts.reshape((-1,) + (1,) * (moved.ndim - 1))
+    return mean if axis is None else np.moveaxis(mean, 0, axis)
+
+
+# Each bin sums the weights of the entries in it: linear in the weights, each of which gets its
+# bin's cotangent. Without weights, the counts are integers.
+@rrule(np.bincount)
+def bincount_rrule(x, /, weights=None, minlength=0):
+    def bincount_pullback(g):
+        return None, (None if weights is None else adj.unbroadcast_float(np.take(g, x), weights))
+
+    return np.bincount(x, weights, minlength), bincount_pullback
+
+
+linear(np.bincount, operands=(1,))
+
+
 # ---- finding indices and counting: no gradient ------------------------------------------------
 # `np.histogram` is not here: its bin edges move with the data's range.
 
 non_differentiable(
     np.argmax, np.argmin, np.argsort, np.argpartition, np.searchsorted, np.nonzero, np.flatnonzero,
     np.argwhere, np.count_nonzero, np.digitize, np.isin, np.isreal, np.iscomplex, np.isrealobj, np.iscomplexobj,
-    np.isscalar,
+    np.isscalar, np.nanargmax, np.nanargmin, np.lexsort, np.all, np.any,
+)
+
+# indices of a shape: of its diagonal, its triangles, every entry
+non_differentiable(
+    np.unravel_index, np.ravel_multi_index, np.indices, np.ndindex, np.diag_indices, np.diag_indices_from,
+    np.tril_indices, np.tril_indices_from, np.triu_indices, np.triu_indices_from, np.mask_indices,
 )

@@ -8,6 +8,8 @@ differ are in `methods`.
 
 Forward, each of these is `linear`: the tangent is moved as its array is (`np.full` is linear in
 its fill value). `np.atleast_1d(a, b)` takes any number of arrays, so its rule is written out.
+`np.arange` moves with its start and step, not with its stop (which only decides how many values
+there are), and has rules of its own both ways.
 """
 
 import logging
@@ -212,6 +214,31 @@ def full_rrule(shape, fill_value, dtype=None):
 linear(np.full, operands=(1,))  # the fill value; the shape is an int
 
 
+# `np.arange(start, stop, step)` is start, start + step, start + 2 step, ...: `start` moves every
+# value and `step` each as far as its position. How many values there are is all that `stop`
+# decides (a step function of it), so its cotangent is zero; alone (`np.arange(n)`), the first
+# bound is `stop`.
+@rrule(np.arange)
+def arange_rrule(start_or_stop, /, stop=None, step=1, *, dtype=None, **kwargs):
+    def arange_pullback(g):
+        step_bar = adj.unbroadcast_float(np.sum(g * np.arange(np.size(g))), step)
+        if stop is None:
+            return adj.zeros_like(start_or_stop), None, step_bar  # the one bound is `stop`
+        return adj.unbroadcast_float(np.sum(g), start_or_stop), adj.zeros_like(stop), step_bar
+
+    return np.arange(start_or_stop, stop, step, dtype=dtype, **kwargs), arange_pullback
+
+
+@frule(np.arange)
+def arange_frule(primals, tangents, **kwargs):
+    ans = np.arange(*primals, **kwargs)
+    start_dot, _, step_dot = (tuple(tangents) + (None,) * 3)[:3]
+    if len(primals) < 2 or primals[1] is None:
+        start_dot = None  # the one bound is `stop`
+    moved = adj.add(start_dot, None if step_dot is None else step_dot * np.arange(np.size(ans)))
+    return ans, adj.tangent_like(moved, ans)
+
+
 # ---- flips, rolls and rotations: undone by the opposite one -----------------------------------
 
 @rrule(np.flip)
@@ -270,9 +297,9 @@ linear(np.rot90)
 
 
 # ---- queries, constructors and logging: no gradient -----------------------------------------------
-# Only functions whose outputs are constant in every float input belong here (`np.arange(x)`
-# does not: its values move with `x`). Python's built-ins are in `builtins`; the functions that
-# find indices (`np.argsort`) are in `selection`.
+# Only functions whose outputs are constant in every float input belong here (`np.arange` does
+# not: its values move with `start` and `step`). Python's built-ins are in `builtins`; the
+# functions that find indices (`np.argsort`) are in `selection`; random draws in `random`.
 
 non_differentiable(
     logging.Logger.debug, logging.Logger.info, logging.Logger.warning, logging.Logger.error,
@@ -283,5 +310,26 @@ non_differentiable(
 non_differentiable(
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones,
     np.empty, np.eye, np.identity, np.isclose, np.allclose, np.array_equal, np.array_equiv,
-    np.ndarray.shape, np.ndarray.ndim, np.ndarray.size, np.ndarray.dtype,
+    np.ndarray.shape, np.ndarray.ndim, np.ndarray.size, np.ndarray.dtype, np.ndarray.itemsize,
+    np.ndarray.nbytes, np.ndarray.strides, np.ndarray.flags, np.tri, np.broadcast_shapes, np.einsum_path,
+    np.isfortran, np.may_share_memory, np.shares_memory, np.iterable,
+)
+
+# dtypes, their limits and promotions; casts to integers, booleans, strings and dates truncate
+non_differentiable(
+    np.dtype, np.finfo, np.iinfo, np.result_type, np.promote_types, np.can_cast, np.min_scalar_type,
+    np.common_type, np.mintypecode, np.issubdtype, np.isdtype, np.typename, np.packbits, np.unpackbits,
+    *sorted(
+        {t for t in np.sctypeDict.values() if issubclass(t, (np.integer, np.bool_, np.character, np.datetime64))},
+        key=lambda t: t.__name__,
+    ),
+)
+
+# printing, errors, dates and files
+non_differentiable(
+    np.array2string, np.array_repr, np.array_str, np.base_repr, np.binary_repr, np.format_float_positional,
+    np.format_float_scientific, np.set_printoptions, np.get_printoptions, np.printoptions, np.seterr, np.geterr,
+    np.errstate, np.seterrcall, np.geterrcall, np.setbufsize, np.getbufsize, np.busday_count, np.busday_offset,
+    np.is_busday, np.busdaycalendar, np.datetime_as_string, np.datetime_data, np.save, np.savez,
+    np.savez_compressed, np.savetxt, np.load, np.loadtxt, np.genfromtxt, np.fromfile,
 )
