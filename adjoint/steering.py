@@ -84,7 +84,7 @@ def checkpoint(fn=None, *, preserve_rng_state=True):
     functools.update_wrapper(checkpointed, fn)
     del checkpointed.__wrapped__  # adjoint reads `fn`'s source only through the rules below
     checkpointed.__adjoint_checkpoint_of__ = fn
-    replayed = functools.partial(_generator_states, globally=preserve_rng_state)
+    replayed = functools.partial(random_states, globally=preserve_rng_state)
     checkpointed.__adjoint_rrule__ = functools.partial(_checkpoint_rrule, fn, replayed)
     checkpointed.__adjoint_vjp__ = functools.partial(_checkpoint_vjp, fn, replayed)  # told which arguments: less work
     checkpointed.__adjoint_frule__ = functools.partial(_checkpoint_frule, fn)
@@ -110,11 +110,11 @@ def _checkpoint_vjp(fn, replayed, wrt, closure, args, kwargs):
 
     def checkpoint_pullback(g):
         now = replayed(args, kwargs)
-        _restore(draws)
+        restore_random_states(draws)
         try:
             again, pullback = run()
         finally:
-            _restore(now)
+            restore_random_states(now)
         _check_same(fn, value, again)
         return pullback(g)
 
@@ -125,9 +125,9 @@ def _checkpoint_frule(fn, primals, tangents, closure=None, **kwargs):
     return runtime.closure_jvp(fn, closure, primals, tangents, **kwargs)
 
 
-def _generator_states(args, kwargs, globally=True) -> list:
+def random_states(args, kwargs, globally=True) -> list:
     """`(generator, state)` for each generator passed as an argument, and `globally` for NumPy's
-    global generator and Python's `random`."""
+    global generator and Python's `random` (also for `adjoint.testing`, which replays draws)."""
     states = [(np.random, np.random.get_state()), (random, random.getstate())] if globally else []
     for a in (*args, *kwargs.values()):
         if isinstance(a, np.random.Generator):
@@ -137,7 +137,7 @@ def _generator_states(args, kwargs, globally=True) -> list:
     return states
 
 
-def _restore(states) -> None:
+def restore_random_states(states) -> None:
     for generator, state in states:
         if generator is random:
             random.setstate(state)

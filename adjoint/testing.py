@@ -10,11 +10,12 @@ the differentiated value equals the plain call's.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
 
-from . import api, frules, registry, runtime, trainable, tree
+from . import api, frules, registry, runtime, steering, trainable, tree
 from .runtime import structs
 from .runtime.gradient_mode import differentiating
 
@@ -31,7 +32,9 @@ def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, forward=True, *
     computes in float32 inside while its arguments are float64 needs them loosened by hand
     (`eps=1e-3, rtol=1e-2`), since its finite differences are only as precise as float32.
     Finite differences run `f` as it runs when differentiated: `adjoint.within_gradient()` is
-    true (a dropout layer drops).
+    true (a dropout layer drops), and NumPy's and Python's global generators replay the draws
+    the derivative saw. `adjoint.stop_gradient` and gradient hooks change the derivative on
+    purpose, so finite differences of the function disagree with them.
 
     >>> import numpy as np
     >>> from adjoint.testing import check_grad
@@ -39,7 +42,8 @@ def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, forward=True, *
     ...     return np.sin(x) * y
     >>> check_grad(f, np.array([0.5, 1.0]), 2.0)
     """
-    _check_vjp(f, lambda *a, **k: api.pullback(f, *a, **k), args, kwargs, rtol, atol, eps, seed)
+    with _same_draws():
+        _check_vjp(f, lambda *a, **k: api.pullback(f, *a, **k), args, kwargs, rtol, atol, eps, seed)
     if forward:
         check_jvp(f, *args, rtol=rtol, atol=atol, eps=eps, seed=seed, **kwargs)
 
@@ -61,7 +65,12 @@ def check_jvp(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
     directions = [
         _direction(a, rng, {}) if runtime.is_differentiable(a) or tree.is_tree_with_floats(a) else None for a in args
     ]
-    value, tangent = derivatives.jvp(f, tuple(args), tuple(directions))
+    with _same_draws():
+        value, tangent = derivatives.jvp(f, tuple(args), tuple(directions))
+        return _check_tangent(f, args, originals, directions, value, tangent, rtol, atol, eps)
+
+
+def _check_tangent(f, args, originals, directions, value, tangent, rtol, atol, eps):
     _assert_unchanged(args, originals, "jvp")
     _assert_close(value, _as_differentiated(f, args, {}), 1e-9, 1e-12, "jvp's value differs from the plain call's")
     low_precision = any(_dtype(a) in (np.float32, np.complex64) for a in args) or _dtype(value) == np.float32
@@ -259,9 +268,24 @@ def _directional_derivative(f, args, kwargs, index, u, eps):
 
 
 def _as_differentiated(f, args, kwargs):
-    """`f` called on copies of `args` as it runs when differentiated: `within_gradient()` true."""
+    """`f` called on copies of `args` as it runs when differentiated: `within_gradient()` true,
+    and NumPy's and Python's global generators drawing what they drew for the derivative."""
+    if _draws:
+        steering.restore_random_states(_draws[-1])
     with differentiating():
         return f(*copy.deepcopy(args), **kwargs)
+
+
+_draws: list = []  # while a check runs: the global random states it started with
+
+
+@contextlib.contextmanager
+def _same_draws():
+    _draws.append(steering.random_states((), {}))
+    try:
+        yield
+    finally:
+        _draws.pop()
 
 
 def _combine(plus, minus, eps):

@@ -303,3 +303,47 @@ def test_a_checkpointed_function_reading_implicit_parameters():
     checkpointed = adjoint.gradient(lambda: loss(global_block), ps)[W_global]
     plain = adjoint.gradient(lambda: loss(lambda h: np.tanh(W_global @ h)), ps)[W_global]
     np.testing.assert_allclose(checkpointed, plain, rtol=1e-14)
+
+
+def test_a_hook_that_changes_its_cotangent_in_place_changes_only_its_own():
+    def clip_in_place(g):
+        return np.clip(g, -0.1, 0.1, out=g)
+
+    def loss(x, W):
+        skip = x * 3.0  # `+` hands the same cotangent to both branches
+        return np.sum(5.0 * (adjoint.hook(x @ W, clip_in_place) + skip))
+
+    x, W = np.ones(2), np.eye(2)
+    np.testing.assert_allclose(adjoint.grad(loss)(x, W), [15.1, 15.1], rtol=1e-14)
+    value, back = adjoint.pullback(lambda x: adjoint.hook(x, clip_in_place) + x, np.ones(2))
+    cotangent = np.ones(2)
+    np.testing.assert_allclose(back(cotangent)[0], [1.1, 1.1])
+    assert np.array_equal(cotangent, np.ones(2))  # the caller's cotangent is not touched
+
+
+def test_hooks_by_keyword_and_on_lists_of_arrays_of_different_shapes():
+    def loss(x):
+        return np.sum(adjoint.hook(x=x, fn=lambda g: 2 * g) ** 2)
+
+    assert np.array_equal(adjoint.grad(loss)(np.ones(2)), [4.0, 4.0])
+    assert adjoint.jvp(loss, (np.ones(2),), (np.ones(2),)) == (2.0, 4.0)
+
+    def parts(a, b):
+        a2, b2 = adjoint.hook([a, b], lambda gs: [2 * g for g in gs])
+        return np.sum(a2) + np.sum(b2 ** 2)
+
+    ga, gb = adjoint.grad(parts, (0, 1))(np.ones(2), np.ones(3))
+    assert np.array_equal(ga, [2.0, 2.0]) and np.array_equal(gb, [4.0, 4.0, 4.0])
+
+
+def global_dropout_loss(W, x):
+    """Dropout drawing from NumPy's global generator: check_grad replays its draws."""
+    h = np.tanh(x @ W)
+    if adjoint.within_gradient():
+        h = h * (np.random.random(h.shape) >= 0.5) * 2.0
+    return np.sum(h ** 2)
+
+
+def test_check_grad_replays_the_global_generators_draws():
+    np.random.seed(3)
+    check_grad(global_dropout_loss, rng.normal(size=(3, 4)), rng.normal(size=(2, 3)))

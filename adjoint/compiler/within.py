@@ -27,11 +27,20 @@ from .context import Context
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Write `within_gradient()` as `True` in `node`'s body and drop what that rules out."""
-    local_names = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
-    for stmt in node.body:
-        local_names |= syntax.stored_names(stmt)
-    folder = _Folder(ctx, local_names)
-    node.body = _nonempty(folder.visit_body(node.body))
+    args = node.args
+    parameters = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    assigned = set().union(*(syntax.stored_names(stmt) for stmt in node.body))
+    folder = _Folder(ctx, parameters | assigned)
+    body = _nonempty(folder.visit_body(node.body))
+    # a name assigned only in a dropped arm is still local to the function, as Python has it:
+    # reading it raises UnboundLocalError rather than finding a global of the same name
+    kept = set().union(*(syntax.stored_names(stmt) for stmt in body))
+    read = set().union(*(syntax.load_names(stmt) for stmt in body))
+    unbound = [
+        syntax.assign(syntax.store(name), syntax.call(f"{ctx.runtime_alias}.unbound", [syntax.const(name)]))
+        for name in sorted((assigned - kept - parameters) & read)
+    ]
+    node.body = [gast.copy_location(stmt, node.body[0]) for stmt in unbound] + body
     return node
 
 

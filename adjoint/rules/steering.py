@@ -12,7 +12,7 @@ from ..steering import hook, stop_gradient, within_gradient
 non_differentiable(stop_gradient, within_gradient)
 
 
-@rrule(hook)
+@rrule(hook, sequences=True)  # `hook([a, b], fn)`: fn gets the list of their cotangents
 def hook_rrule(x, fn):
     def hook_pullback(g):
         return (adj.hooked(fn, g, x), None)
@@ -21,8 +21,8 @@ def hook_rrule(x, fn):
 
 
 @frule(hook)
-def hook_frule(primals, tangents):
-    return primals[0], tangents[0]  # a hook sees cotangents; tangents pass through
+def hook_frule(primals, tangents, **kwargs):
+    return primals[0], tangents[0]  # a hook sees cotangents; tangents pass through (`fn=` too)
 
 
 @frule(adj.hooked)

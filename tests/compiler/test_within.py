@@ -86,3 +86,32 @@ def test_calls_before_a_settling_constant_still_run():
     assert "if log.append(1) or True:" in text and "if x > 0 or True:" in text and "append(2)" not in text
     log = []
     assert adjoint.grad(side_effects)(1.0, log) == 2.0 and log == [1]
+
+
+rate = 10.0
+
+
+def local_only_in_the_dropped_arm(x):
+    if not adjoint.within_gradient():
+        rate = 1.0
+    return x * rate  # local to the function, as Python has it: not the global
+
+
+def test_a_name_assigned_only_in_a_dropped_arm_stays_local():
+    import pytest
+
+    with pytest.raises(UnboundLocalError):
+        adjoint.grad(local_only_in_the_dropped_arm)(1.0)
+    with pytest.raises(UnboundLocalError):
+        local_only_in_the_dropped_arm(1.0) if False else adjoint.jvp(local_only_in_the_dropped_arm, (1.0,), (1.0,))
+
+
+def default_mentions_adjoint(x, keep=adjoint.stop_gradient):
+    if not adjoint.within_gradient():
+        return x[0]  # would need a rule of its own if it were kept
+    return keep(x) * x
+
+
+def test_names_in_defaults_are_not_taken_for_parameters():
+    text = lowered(default_mentions_adjoint)
+    assert "within_gradient" not in text and "x[0]" not in text
