@@ -16,7 +16,6 @@ from .implicit import Grads, Params, params
 from .registry import non_differentiable
 from .runtime.structs import Tangent
 from .steering import checkpoint, hook, stop_gradient, within_gradient
-from .rules import steering as _steering_rules  # noqa: F401  (registers their rules)
 from .tree import tree_leaves, tree_map
 from . import optim, testing  # noqa: E402  (adjoint.optim.SGD, adjoint.testing.check_grad)
 from . import composition as _composition  # noqa: E402

@@ -347,3 +347,107 @@ def global_dropout_loss(W, x):
 def test_check_grad_replays_the_global_generators_draws():
     np.random.seed(3)
     check_grad(global_dropout_loss, rng.normal(size=(3, 4)), rng.normal(size=(2, 3)))
+
+
+# ---- checkpoint: the ways it is reached --------------------------------------------------------
+
+W3, h3 = rng.normal(size=(3, 3)), rng.normal(size=3)
+
+
+def test_checkpoints_made_by_the_decorator_factory_or_held_in_variables():
+    def curried(W, h):
+        layer = adjoint.checkpoint(preserve_rng_state=False)(lambda x: np.tanh(W @ x))
+        return np.sum(layer(layer(h)) ** 2)
+
+    def passed(W, h, wrap=adjoint.checkpoint):
+        layer = wrap(lambda x: np.tanh(W @ x))
+        return np.sum(layer(h) ** 2)
+
+    def gradient_in_a_variable(W, h, make=adjoint.grad):
+        return np.sum(make(lambda W: np.sum(np.tanh(W @ h) ** 2))(W) ** 2)
+
+    for f in (curried, passed, gradient_in_a_variable):
+        check_grad(f, W3, h3, forward=f is not gradient_in_a_variable)
+
+
+class Layer:
+    def __init__(self, W):
+        self.W = W
+
+    @adjoint.checkpoint
+    def forward(self, x):
+        return np.tanh(self.W @ x)
+
+
+def test_a_checkpointed_method_of_an_object_held_constant():
+    layer = Layer(W3)
+    bound = layer.forward
+
+    def through_the_object(x):
+        return np.sum(layer.forward(x) ** 2)
+
+    def through_a_bound_method(x):
+        return np.sum(bound(x) ** 2)
+
+    expected = adjoint.grad(lambda x: np.sum(np.tanh(W3 @ x) ** 2))(h3)
+    for f in (through_the_object, through_a_bound_method):
+        np.testing.assert_allclose(adjoint.grad(f)(h3), expected, rtol=1e-13)
+        check_grad(f, h3)
+    V = rng.normal(size=3)
+    np.testing.assert_allclose(adjoint.hvp(through_the_object, h3, V),
+                               adjoint.hvp(lambda x: np.sum(np.tanh(W3 @ x) ** 2), h3, V), rtol=1e-12)
+
+
+def test_keywords_of_a_checkpointed_function():
+    @adjoint.checkpoint
+    def scaled(x, a=1.0, *, b=1.0):
+        return np.sin(x) * a * b
+
+    check_grad(lambda x, a: np.sum(scaled(x, a=a)), h3, 2.0)
+    with pytest.raises(adjoint.AdjointError, match="pass them by position"):
+        adjoint.grad(lambda x, b: np.sum(scaled(x, b=b)), 1)(h3, 2.0)
+
+
+def test_checkpoint_keeps_the_signature_and_is_idempotent():
+    import inspect
+
+    assert str(inspect.signature(checkpointed_step)) == "(h, W)"
+    twice = adjoint.checkpoint(checkpointed_step)
+    check_grad(lambda W, h: np.sum(twice(h, W) ** 2), W3, h3)
+
+
+def test_a_checkpointed_function_that_updates_its_argument_is_refused_before_it_runs():
+    @adjoint.checkpoint
+    def doubles(h):
+        h *= 2.0
+        return np.sum(h)
+
+    h = np.ones(3)
+    with pytest.raises(adjoint.AdjointError, match="updates its argument `h` in place"):
+        adjoint.grad(lambda h: doubles(h) * 1.0)(h)
+    assert np.array_equal(h, np.ones(3))
+
+
+class NoisyLayer:
+    def __init__(self, W, seed):
+        self.W, self.rng = W, np.random.default_rng(seed)
+
+    @adjoint.checkpoint(preserve_rng_state=False)
+    def __call__(self, h):
+        return np.tanh(self.W @ h + 0.1 * self.rng.normal(size=h.shape))
+
+
+def test_generators_held_by_arguments_are_replayed():
+    import random as python_random
+
+    def noisy(h, parts):
+        rng, py = parts
+        return np.tanh(W3 @ h + rng.normal(size=3) + py.random())
+
+    segment = adjoint.checkpoint(noisy, preserve_rng_state=False)
+    fresh = lambda: (np.random.default_rng(1), python_random.Random(2))  # noqa: E731
+    expected = adjoint.grad(lambda h: np.sum(noisy(h, fresh()) ** 2))(h3)
+    np.testing.assert_allclose(adjoint.grad(lambda h: np.sum(segment(h, fresh()) ** 2))(h3), expected, rtol=1e-13)
+    layer = NoisyLayer(W3, 4)
+    g = adjoint.grad(lambda h: np.sum(layer(layer(h)) ** 2))(h3)  # the layer's own generator
+    assert np.all(np.isfinite(g))

@@ -3,5 +3,5 @@
 from . import (  # noqa: F401
     assembly, builtins, calls, complex, containers, decompositions, elementwise, fft, linalg, math, methods, norms,
     pullback_reductions, pullback_transposes, pullbacks, random, reductions, selection, sequences, shape, spacing,
-    trigonometric,
+    steering, trigonometric,
 )

@@ -28,14 +28,14 @@ def vjp_frule(primals, tangents, **kwargs):
     # `fn` may close over values that vary here though the reverse code held it constant (a
     # closure a gradient's function calls): its tangent, `dfn`, comes along
     (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
-    fn = getattr(fn, "__adjoint_checkpoint_of__", fn)  # no memory to save in a JVP: the function itself
+    fn = _checkpointed(fn)  # no memory to save in a JVP: the function itself
     return _program_jvp(*_plan(wrt, fn, tuple(args), tuple(dargs), dfn), kwargs, dfn)
 
 
 @frule(adj.closure_vjp)
 def closure_vjp_frule(primals, tangents, **kwargs):
     (wrt, fn, *args), (_, dfn, *dargs) = primals, tangents
-    fn = getattr(fn, "__adjoint_checkpoint_of__", fn)
+    fn = _checkpointed(fn)
     args, dargs = tuple(args), tuple(dargs)
     arg_wrt = tuple(i - 1 for i in wrt if i > 0)
     if 0 not in wrt or not (isinstance(fn, types.FunctionType) and runtime_calls.captured_names(fn)):
@@ -64,11 +64,21 @@ def method_vjp_frule(primals, tangents, **kwargs):
         rule = registry.lookup(getattr(receiver, name))
         if rule is not None:
             return _program_jvp(rule.rrule, everything, dall, adj.filled_cotangents, (everything, wrt), kwargs)
-    attribute = getattr(type(receiver), name, None)
+    attribute = _checkpointed(getattr(type(receiver), name, None))
     if isinstance(attribute, types.FunctionType) and name not in getattr(receiver, "__dict__", ()):
         forward = runtime._transform_hook(attribute, wrt, everything)
         return _program_jvp(forward, everything, dall, None, None, kwargs)
     _refuse(getattr(receiver, name, receiver), f"the method `{type(receiver).__name__}.{name}`")
+
+
+def _checkpointed(fn):
+    """The function an `adjoint.checkpoint` wraps (a method's, bound to its receiver), or `fn`."""
+    function = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    while getattr(function, "__adjoint_checkpoint_of__", None) is not None:
+        function = function.__adjoint_checkpoint_of__
+    if isinstance(fn, types.MethodType):
+        return fn if function is fn.__func__ else types.MethodType(function, fn.__self__)
+    return function
 
 
 def _plan(wrt, fn, args, dargs, dfn=None):

@@ -194,10 +194,11 @@ def vjp(wrt, fn, /, *args, **kwargs):
     """
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
-    staged = getattr(fn, "__adjoint_vjp__", None)
+    bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
+    staged = None if bound else getattr(fn, "__adjoint_vjp__", None)
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`)
         return staged(wrt, False, args, kwargs)
-    special = getattr(fn, "__adjoint_rrule__", None)
+    special = None if bound else getattr(fn, "__adjoint_rrule__", None)
     if special is not None:  # a derivative made by adjoint (`adjoint.grad(f)`), differentiated again
         value, pullback = special(*args, **kwargs)
         return value, zeros_for_none(pullback, args, wrt)
@@ -246,7 +247,8 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
             f"{instead}register a rule for np.ndarray.{fn.__name__} (it is called with the array first)"
         )
     inputs = (*receiver, *args)
-    if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list)):
+    carries_rules = callable(value) and getattr(value, "__adjoint_rrule__", None) is not None  # `adjoint.grad(f)`
+    if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list) or carries_rules):
         pullback = no_cotangents(len(inputs))  # an integer result (`dtype=int`) has no gradient
     return value, zeros_for_none(pullback, inputs, wrt)
 

@@ -39,12 +39,13 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     """
     from . import vjp, _transform_hook, zeros_for_none  # noqa: PLC0415  (the package imports this module)
 
-    staged = getattr(fn, "__adjoint_vjp__", None)
+    bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
+    staged = None if bound else getattr(fn, "__adjoint_vjp__", None)
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`): the closure's cotangent first
         return staged(tuple(i - 1 for i in wrt if i > 0), 0 in wrt, args, kwargs) if 0 in wrt else _no_closure(
             staged(tuple(i - 1 for i in wrt if i > 0), False, args, kwargs)
         )
-    special = getattr(fn, "__adjoint_rrule__", None)
+    special = None if bound else getattr(fn, "__adjoint_rrule__", None)
     if special is not None:  # a gradient made by adjoint (of a function that may close over floats)
         value, pullback = special(*args, closure=0 in wrt, **kwargs)
         arg_wrt = tuple(i - 1 for i in wrt if i > 0)
@@ -195,6 +196,11 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     from . import _transform_hook  # noqa: PLC0415
 
     function = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if getattr(function, "__adjoint_checkpoint_of__", None) is not None:
+        raise RuleError(
+            f"the differentiable values passed as {', '.join(f'`{k}=`' for k in keys)} cannot receive gradients "
+            f"through the checkpointed `{getattr(fn, '__name__', fn)}`: pass them by position"
+        )
     if not (isinstance(function, types.FunctionType) and function.__code__.co_flags & inspect.CO_VARKEYWORDS):
         raise RuleError(
             f"the differentiable values passed as {', '.join(f'`{k}=`' for k in keys)} cannot receive "
@@ -232,6 +238,7 @@ def _keywords_by_position(fn, count, keywords) -> list:
     skipped are filled in `keywords` with their defaults. For a primitive with a rule, those its
     rule and it both take by position (`Rule.movable_keywords`); empty for other callables."""
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    target = getattr(target, "__adjoint_checkpoint_of__", target)  # its parameters are the function's
     rule = registry.lookup(fn)
     if rule is not None:
         moved = rule.movable_keywords(count, list(keywords), keywords)

@@ -45,8 +45,8 @@ def jvp(fn, primals, tangents, /, outermost=False, **kwargs):
     """
     from .. import frules, registry  # noqa: PLC0415  (they import this package)
 
-    special = getattr(fn, "__adjoint_frule__", None)
-    if special is not None:
+    special = None if isinstance(fn, types.MethodType) else getattr(fn, "__adjoint_frule__", None)
+    if special is not None:  # (a bound method's function's rule takes the receiver first: below)
         return special(tuple(primals), tuple(tangents), **kwargs)
     if outermost and type(fn) is types.FunctionType and frules.lookup(fn) is None and registry.lookup(fn) is None:
         return _call_transformed(fn, primals, tangents, {}, kwargs, outermost=True)
@@ -96,7 +96,7 @@ def closure_jvp(fn, fn_tangent, primals, tangents, /, **kwargs):
     """
     if fn_tangent is None or isinstance(fn_tangent, dict) and not any(t is not None for t in fn_tangent.values()):
         return jvp(fn, primals, tangents, **kwargs)
-    special = getattr(fn, "__adjoint_frule__", None)
+    special = None if isinstance(fn, types.MethodType) else getattr(fn, "__adjoint_frule__", None)
     if special is not None:  # a gradient of a closure: the closure's tangent comes along
         return special(tuple(primals), tuple(tangents), closure=fn_tangent, **kwargs)
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
