@@ -404,3 +404,11 @@ def test_integer_valued_math_carries_no_gradient():
     for primitive in (math.isclose, math.ulp, math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt):
         assert is_non_differentiable(primitive)
     check_grad(integer_valued_math, 0.7)
+
+
+@pytest.mark.parametrize("primitive, x", [(math.modf, 2.3), (math.modf, -0.75), (math.frexp, 2.3), (math.frexp, -0.1)])
+def test_math_modf_and_frexp_rules(primitive, x):
+    check_rrule(primitive, x)
+
+
+RRULE_PRIMITIVES += [math.modf, math.frexp]

@@ -342,3 +342,63 @@ def real_part_of_round_trip(x):
 
 def test_real_if_close_through_compiler(rng):
     check_grad(real_part_of_round_trip, rng.normal(size=(2, 2)))
+
+
+# ---- np.unique and np.bincount: integer-looking, but their values carry gradients -----------------
+
+X_SELECTION = np.array([0.3, 1.2, -0.5, 2.0])
+W_SELECTION = np.array([[0.5, -1.0, 0.25], [1.5, 0.2, -0.7]])
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((np.array([0.3, 1.2, -0.5, 2.0]),), {}),
+    ((np.array([[0.3, 1.2], [0.7, -0.5]]),), {"return_counts": True}),
+    ((np.array([0.3, 1.2, -0.5]), True, True, True), {}),
+    ((np.array([[0.3, 1.2], [0.7, -0.5], [0.1, 0.1]]),), {"axis": 0}),
+    ((np.array([[0.3, 1.2], [0.7, -0.5]]),), {"axis": -1, "return_inverse": True}),
+    ((np.array([0.3 + 1j, -0.5]),), {}),
+])
+def test_unique_rule(args, kwargs):
+    check_rrule(np.unique, *args, **kwargs)
+
+
+def distinct_sines(a):
+    copies = a[np.array([0, 1, 0, 2, 2, 2])]
+    return np.sum(np.sin(np.unique(copies)) * np.array([1.0, 2.0, 3.0]))
+
+
+def distinct_rows(a):
+    copies = a[[0, 1, 0]]
+    values, counts = np.unique(copies, axis=0, return_counts=True)
+    return np.sum(np.sin(values) * counts[:, np.newaxis])
+
+
+@pytest.mark.parametrize("f, arg", [(distinct_sines, np.array([0.3, 1.2, -0.5])), (distinct_rows, W_SELECTION)])
+def test_a_distinct_values_cotangent_is_shared_between_its_copies(f, arg):
+    check_grad(f, arg)  # copies move together: the only moves that keep unique's shape
+
+
+def test_unique_shares_a_cotangent_equally():
+    _, back = registry.lookup(np.unique).rrule(np.array([2.0, 1.0, 2.0, 2.0]))
+    np.testing.assert_allclose(back(np.array([6.0, 9.0]))[0], [3.0, 6.0, 3.0, 3.0])  # 2's three copies: 3 each
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((np.array([0, 2, 2, 1]), np.array([0.3, 1.2, -0.5, 2.0])), {}),
+    ((np.array([0, 2, 2]), np.array([0.3, 1.2, -0.5], dtype=np.float32)), {"minlength": 5}),
+    ((np.array([1, 1]), [0.5, 2.5]), {}),
+    (((0, 1, 1), (0.5, 2.5, -1.0)), {}),  # tuples, read as arrays
+])
+def test_bincount_rule(args, kwargs):
+    check_rrule(np.bincount, *args, **kwargs)
+
+
+def weighted_counts(w):
+    return np.sum(np.bincount(np.array([0, 2, 2, 1]), weights=w, minlength=4) ** 2)
+
+
+def test_bincount_differentiates_through_its_weights():
+    check_grad(weighted_counts, X_SELECTION)
+
+
+RRULE_PRIMITIVES += [np.unique, np.bincount]

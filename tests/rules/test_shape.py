@@ -404,3 +404,33 @@ def keyword_out_of_scope(x):
 def test_a_keyword_out_of_scope_is_refused():
     with pytest.raises(adjoint.AdjointError, match="copy="):
         adjoint.grad(keyword_out_of_scope)(np.ones(3))
+
+
+# ---- np.arange: its length is piecewise constant, its values move with start and step ------------
+
+@pytest.mark.parametrize("bounds, kwargs", [
+    ((0.25, 3.0), {}),  # start moves every value; stop only decides how many
+    ((0.25, 3.0, 0.3), {}),  # step moves each as far as its position
+    ((np.float64(4.1), None, 0.7), {}),  # one bound: it is the stop
+    ((3.5,), {}),
+    ((0.5, 2.1, 0.5), {"dtype": np.float32, "eps": 1e-3, "rtol": 1e-2}),  # float32 values: coarser differences
+    ((1, 5, 2), {"dtype": float}),  # integer bounds carry no cotangent
+])
+def test_arange_rule(bounds, kwargs):
+    check_rrule(np.arange, *bounds, **kwargs)
+
+
+def sines_from(start, step):
+    return np.sum(np.sin(np.arange(start, 3.0, step)))
+
+
+def squares_up_to(stop):
+    return np.sum(np.arange(0.0, stop) ** 2) * stop
+
+
+@pytest.mark.parametrize("f, args", [(sines_from, (0.25, 0.3)), (squares_up_to, (3.5,))])
+def test_arange_differentiates_through_start_and_step(f, args):
+    check_grad(f, *args)
+
+
+RRULE_PRIMITIVES += [np.arange]
