@@ -17,7 +17,7 @@ from __future__ import annotations
 import gast
 import numpy as np
 
-from .. import runtime
+from .. import runtime, steering
 from . import annotations as anno
 from . import syntax
 
@@ -103,6 +103,8 @@ def _makes_number(value, certain) -> bool:
     if any(obj is maker for maker in _ARRAY_MAKERS):
         return True
     if obj is runtime.setitem:  # `y[i] = v` into an array gives an array
+        return _makes_number(value.args[0], certain)
+    if (obj is steering.hook or obj is steering.stop_gradient) and value.args:  # the value itself
         return _makes_number(value.args[0], certain)
     if getattr(callee, "method", False) and isinstance(value.func, gast.Attribute):  # `u0.copy()`
         return value.func.attr in _ARRAY_METHODS and _makes_number(value.func.value, certain)
