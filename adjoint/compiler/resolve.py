@@ -68,7 +68,7 @@ def _with_dtype(callee, call, ctx, local_names) -> Callee:
     if isinstance(dtype, gast.Constant):
         value = dtype.value
     elif text and syntax.root_name(dtype) not in local_names:
-        value = _lookup_dotted(text, ctx)
+        value = lookup_dotted(text, ctx)
         ctx.rely_on(text, value)
     else:
         return dataclasses.replace(callee, kind=DYNAMIC)  # `dtype=x.dtype`: adj.vjp decides
@@ -103,8 +103,8 @@ def _resolve_call(func, ctx, local_names) -> Callee:
         return Callee(DYNAMIC, text, method=isinstance(func, gast.Attribute))
     if ctx.is_free_variable(root) and not isinstance(ctx.lookup_global(root), types.ModuleType):
         return Callee(DYNAMIC, text)  # closures sharing this code may hold other callees
-    obj = _lookup_dotted(text, ctx)
-    if obj is _UNBOUND:
+    obj = lookup_dotted(text, ctx)
+    if obj is UNBOUND:
         return Callee(DYNAMIC, text)  # NameError or AttributeError at run time, as in Python
     callee = classify(obj, text)
     if callee.kind not in (RULE, NON_DIFFERENTIABLE) and isinstance(func, gast.Attribute) and is_object_of_user(
@@ -118,12 +118,12 @@ def _resolve_call(func, ctx, local_names) -> Callee:
     return callee
 
 
-def _lookup_dotted(text: str, ctx: Context):
-    """What `np.linalg.inv` refers to now in the function's namespace, or `_UNBOUND`."""
+def lookup_dotted(text: str, ctx: Context):
+    """What `np.linalg.inv` refers to now in the function's namespace, or `UNBOUND`."""
     root, *parts = text.split(".")
-    obj = ctx.lookup_global(root, _UNBOUND)
+    obj = ctx.lookup_global(root, UNBOUND)
     for part in parts:
-        obj = getattr(obj, part, _UNBOUND)
+        obj = getattr(obj, part, UNBOUND)
     return obj
 
 
@@ -166,4 +166,4 @@ def _resolve_attribute(node) -> Callee:
     return dataclasses.replace(classify(descriptor, text), text=text)
 
 
-_UNBOUND = object()
+UNBOUND = object()

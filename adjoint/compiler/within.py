@@ -21,7 +21,7 @@ from __future__ import annotations
 import gast
 
 from ..runtime.gradient_mode import within_gradient
-from . import syntax
+from . import resolve, syntax
 from .context import Context
 
 
@@ -72,7 +72,7 @@ class _Folder(gast.NodeTransformer):
         text = syntax.dotted(node.func)
         if text is None or text.split(".")[0] in self.local_names:
             return node
-        obj = _lookup(text, self.ctx)
+        obj = resolve.lookup_dotted(text, self.ctx)
         if obj is not within_gradient:
             return node
         self.ctx.rely_on(text, obj)
@@ -134,16 +134,6 @@ def _truth(test):
     return test
 
 
-def _lookup(text: str, ctx: Context):
-    root, *parts = text.split(".")
-    obj = ctx.lookup_global(root, _UNBOUND)
-    for part in parts:
-        obj = getattr(obj, part, _UNBOUND)
-    return obj
-
-
 def _nonempty(body: list) -> list:
     return body or [gast.Pass()]
 
-
-_UNBOUND = object()
