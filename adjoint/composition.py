@@ -48,6 +48,8 @@ def _constructor_rrule(constructor):
 def _jvp_code(f, primals, tangents, outer_tangents=None):
     """The generated JVP function of `f` for the positions with a tangent (inner or outer), and
     the tuple of inner tangents it takes (zeros where only the outer derivative moves one)."""
+    if isinstance(f, types.FunctionType) and (frules.lookup(f) is not None or registry.lookup(f) is not None):
+        f = runtime.calling(f, len(primals))  # a function with your rule: called from code adjoint reads
     if not isinstance(f, types.FunctionType) or getattr(f, "__adjoint_frule__", None) is not None:
         raise AdjointError(
             f"adjoint.jvp of {arguments.name_of(f)} can be differentiated again only for a Python function"

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import implicit, runtime, trainable, tree
 from .arguments import name_of
-from .compiler import pipeline
+from .compiler import pipeline, resolve
 from .errors import AdjointError, TransformError
 
 
@@ -71,10 +71,11 @@ def require_python_function(f):
     """Refuse, with what to do, something that is neither a rule's primitive nor Python code."""
     if not isinstance(f, types.FunctionType):
         name = getattr(f, "__qualname__", None) or type(f).__name__
+        hint = resolve.random_draw_hint(f)
         raise AdjointError(
             f"adjoint cannot differentiate `{name}` ({type(f).__name__}): it has no rule and is "
-            "not a Python function. Differentiate a Python function that calls it, or register a "
-            "rule for it with @adjoint.rrule."
+            "not a Python function. " + (f"As a random draw: {hint}." if hint else
+            "Differentiate a Python function that calls it, or register a rule for it with @adjoint.rrule.")
         )
 
 

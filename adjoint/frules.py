@@ -115,6 +115,8 @@ def frule(*primitives, checked: bool = False):
         fn = _completed(rule_fn) if checked else rule_fn
         for primitive in primitives:
             _register(primitive, ForwardRule(primitive, fn))
+        if checked:
+            _refuse_reverse(fn, primitives[0])
         return rule_fn
 
     return register
@@ -302,7 +304,7 @@ def _transposed(primitive, reverse) -> ForwardRule:
         tangents = _padded(tangents, len(primals))
         if all(t is None for t in tangents):
             return value, runtime.zero_tangent(value)
-        seed = runtime.zero_tangent(value)
+        seed = _generic_like(value)  # not zeros: a solver's loop or an `if not g.any()` takes its usual path
         try:
             cotangents, back = runtime.vjp((0,), pullback, seed)
         except TransformError as error:
@@ -315,9 +317,42 @@ def _transposed(primitive, reverse) -> ForwardRule:
         return value, runtime.tangent_like(tangent, value)
 
     transposed_frule.__name__ = transposed_frule.__qualname__ = f"{_name(primitive)}_frule"
+    _refuse_reverse(transposed_frule, primitive, forward_too=True)
     rule = ForwardRule(primitive, transposed_frule, TRANSPOSED, (), reverse)
     _derived[id(primitive)] = (primitive, rule)
     return rule
+
+
+def _refuse_reverse(rule_callable, primitive, forward_too=False) -> None:
+    """Reverse mode over a forward rule (a gradient of `adjoint.jvp` through the primitive)
+    would differentiate the rule's code: refused, saying what works instead; so is forward mode
+    over a derived rule (`forward_too`), whose code is adjoint's."""
+
+    def refused(*args, **kwargs):
+        raise runtime.RuleError(
+            f"a derivative of adjoint.jvp through `{_name(primitive)}` would differentiate its forward rule, "
+            f"which adjoint does not do yet: take second derivatives of `{_name(primitive)}` with adjoint.hvp, "
+            "adjoint.hessian or adjoint.grad of adjoint.grad"
+        )
+
+    rule_callable.__adjoint_rrule__ = refused
+    if forward_too:
+        rule_callable.__adjoint_frule__ = refused
+
+
+def _generic_like(value):
+    """A cotangent shaped like `value` with generic entries (the pullback is linear: the
+    transpose is the same at any seed, and a generic one takes the branches most do)."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_generic_like(v) for v in value)
+    zero = runtime.zero_tangent(value)
+    if zero is None or not runtime.is_differentiable(zero):
+        return zero
+    generic = np.asarray(_seeds.standard_normal(np.shape(zero)) + 1.0).astype(np.result_type(zero))
+    return generic if isinstance(zero, np.ndarray) else type(zero)(generic)
+
+
+_seeds = np.random.default_rng(20261122)
 
 
 def _padded(tangents, count) -> tuple:

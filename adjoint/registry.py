@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from . import runtime
+from .errors import AdjointError
 
 __all__ = [
     "Rule", "rrule", "elementwise", "non_differentiable", "lookup", "is_non_differentiable", "unbound", "padded",
@@ -295,7 +296,14 @@ def _with_zero_cotangents(rule_fn):
         zero_filled = runtime.zeros_for_none(counted_pullback, args, range(len(args)))
 
         def checked_pullback(cotangent):
-            return zero_filled(_dense(cotangent, value))
+            cotangents = zero_filled(_dense(cotangent, value))
+            for index, (c, arg) in enumerate(zip(cotangents, args)):
+                if c is not None and runtime.is_differentiable(arg) and np.shape(c) != np.shape(arg):
+                    raise runtime.RuleError(
+                        f"the pullback of rule {rule_fn.__qualname__} returned a cotangent of shape {np.shape(c)} "
+                        f"for argument {index}, of shape {np.shape(arg)}"
+                    )
+            return cotangents
 
         def checked_pullback_frule(primals, tangents, closure=None):
             (g,), (dg,) = primals, tangents
@@ -309,6 +317,7 @@ def _with_zero_cotangents(rule_fn):
 
     @functools.wraps(rule_fn)
     def checked_rule(*args, **kwargs):
+        _refuse_hidden_parameters(rule_fn)
         value, pullback = rule_fn(*args, **kwargs)
         return value, checked(pullback, value, args)
 
@@ -320,6 +329,25 @@ def _with_zero_cotangents(rule_fn):
 
     checked_rule.__adjoint_frule__ = checked_rule_frule
     return checked_rule
+
+
+def _refuse_hidden_parameters(rule_fn) -> None:
+    """While `adjoint.gradient(f, params)` runs, a function with a rule that reads parameters
+    through its globals or closure would give them no gradient: its rule returns cotangents for
+    its arguments only."""
+    from . import implicit  # noqa: PLC0415  (implicit imports the runtime this module does)
+
+    collector = implicit.collector()
+    if collector is None:
+        return
+    for primitive, rule in list(_RULES.values()):
+        if rule.definition is rule_fn and isinstance(primitive, types.FunctionType):
+            hidden = implicit.implicit_names(primitive, (), collector)
+            if hidden:
+                raise runtime.RuleError(
+                    f"`{primitive.__qualname__}` has a rule of yours, and reads the parameters `{'`, `'.join(hidden)}` "
+                    "through its globals or closure, which a rule cannot give gradients to: pass them as arguments"
+                )
 
 
 def _dense(cotangent, value):
@@ -434,5 +462,10 @@ def non_differentiable(*primitives):
     for primitive in primitives:
         if lookup(primitive) is None:
             _NON_DIFFERENTIABLE[_key(primitive)] = primitive
+        elif isinstance(primitive, types.FunctionType) and not primitive.__module__.startswith(("adjoint.", "numpy")):
+            raise AdjointError(
+                f"`{primitive.__qualname__}` has a reverse rule, so it carries a gradient: it cannot also be "
+                "non-differentiable. Return zeros from its rule's pullback, or register no rule"
+            )
     version += 1
     return primitives[0] if primitives else None

@@ -17,6 +17,8 @@ Before:  n = len(x); y = x * n; return y      After: VARIED {x, y}; USEFUL {y, x
 
 from __future__ import annotations
 
+import types
+
 import gast
 
 from . import annotations as anno
@@ -114,6 +116,8 @@ def _calls_python(stmt) -> bool:
     """A call of a user's function, which may read parameters of its own (implicit mode)."""
     value = getattr(stmt, "value", None)
     callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
+    if callee is not None and callee.kind == resolve.RULE and callee.rule.rrule is not callee.rule.definition:
+        return isinstance(callee.obj, types.FunctionType)  # a function of yours with your rule: it checks
     return callee is not None and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not anno.get(value, anno.FROZEN)
 
 

@@ -70,7 +70,9 @@ class CallAdjoints:
                 "make the list an array first (`np.array([a, b])`), or operate on the arrays themselves",
             )
             return
-        plan = inline.plan_for(rule)
+        # with implicit parameters, a rule of yours is called: it checks the parameters it reads
+        users = self.ctx.implicit and rule.rrule is not rule.definition
+        plan = None if users else inline.plan_for(rule)
         if plan is None:
             self._opaque_rule_call(stmt, target, rule, args, keywords, text)
             return
@@ -261,8 +263,7 @@ class CallAdjoints:
             return
         self._unsupported(
             stmt, call,
-            f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})",
-            f"register one with @adjoint.rrule({callee.text}), or mark it @adjoint.non_differentiable",
+            f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})", resolve.missing_hint(callee, "rrule"),
         )
 
 

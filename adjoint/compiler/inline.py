@@ -181,15 +181,26 @@ def _plan_rule(rule_fn, primitive=None) -> Plan:
     pre = [s for s in pre if s.targets[0].id != value_name]
     local_names = set(params) | {pullback.name, pullback.args.args[0].id} | set(assigned)
     global_objects = _globals_of(rule_fn, node, local_names)
+    cotangent = pullback.args.args[0].id
     if primitive is not None and not (
         _computes_primitive(assigned.get(value_name, value), rule_fn, primitive, global_objects)
         and all(r is None or _never_none(r, assigned, global_objects) for r in results)
+        and not _reads_items(pullback, cotangent)
     ):
         raise _NotInlinable
     return Plan(
         [a.id for a in args.args], _defaults(node, params), pre, value_name,
         pullback.args.args[0].id, body, results, local_names, global_objects, rule_fn,
         keyword_only=[a.id for a in args.kwonlyargs],
+    )
+
+
+def _reads_items(pullback, cotangent) -> bool:
+    """Whether a pullback reads items of its cotangent (`g[0]`): a tuple output's cotangent may
+    hold None for an unused item, which only the called rule fills with zeros."""
+    return any(
+        isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == cotangent
+        for n in gast.walk(pullback)
     )
 
 

@@ -70,7 +70,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
 
 def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
     """Run every pass over `fn` and compile the result (not cached)."""
-    if getattr(fn, "__adjoint_rrule__", None) is not None:  # its wrapper's code is not what it means
+    if mode == REVERSE and getattr(fn, "__adjoint_rrule__", None) is not None:  # its wrapper's code is not what it means
         raise AdjointError(
             f"`{fn.__qualname__}` was made by adjoint (a gradient or a checkpoint) and carries its own rules: "
             "differentiate it by calling it, not by transforming its code"

@@ -149,6 +149,24 @@ def classify(obj, text: str) -> Callee:
     return Callee(MISSING, text, obj)
 
 
+def missing_hint(callee, register: str) -> str:
+    """What to do about a call adjoint has no rule for."""
+    return random_draw_hint(callee.obj) or (
+        f"register one with @adjoint.{register}({callee.text}), or mark it @adjoint.non_differentiable"
+    )
+
+
+def random_draw_hint(obj) -> str | None:
+    """For a random draw whose parameters carry a gradient: a draw of a constant shape moved and
+    scaled, or items picked by drawn positions."""
+    owner = getattr(obj, "__self__", None)
+    module = getattr(obj, "__module__", None) or ""
+    if module.startswith("numpy.random") or isinstance(owner, (np.random.Generator, np.random.RandomState)):
+        return ("draw without the differentiable parameters and move them in: `mu + sigma * "
+                "rng.standard_normal(n)`, or pick items by drawn positions: `x[rng.permutation(len(x))]`")
+    return None
+
+
 def _is_library(fn) -> bool:
     """NumPy's own Python functions are primitives to adjoint, not user code to read."""
     module = getattr(fn, "__module__", "") or ""

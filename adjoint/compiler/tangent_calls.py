@@ -75,8 +75,7 @@ class TangentCalls:
         if callee.kind == resolve.RULE:
             self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text)
         elif callee.kind == resolve.MISSING:
-            self.unsupported(stmt, call, f"adjoint has no rule for `{callee.text}`",
-                             f"register one with @adjoint.frule({callee.text}), or mark it @adjoint.non_differentiable")
+            self.unsupported(stmt, call, f"adjoint has no rule for `{callee.text}`", resolve.missing_hint(callee, "frule"))
         elif callee.method:
             self._method_call(stmt, target, call)
         else:

@@ -60,14 +60,14 @@ def jvp(fn, primals, tangents, /, outermost=False, **kwargs):
     if registry.is_non_differentiable(fn) or all(t is None for t in tangents):
         value = fn(*primals, **kwargs)
         return value, zero_tangent(value)
+    if isinstance(fn, types.MethodType):  # its function's rules take the receiver first
+        return jvp(fn.__func__, (fn.__self__, *primals), (None, *tangents), **kwargs)
     if registry.lookup(fn) is not None:
         name = getattr(fn, "__qualname__", repr(fn))
         raise RuleError(
             f"adjoint has a reverse rule for `{name}` but no forward rule: register one with "
             f"@adjoint.frule({getattr(fn, '__name__', 'fn')})"
         )
-    if isinstance(fn, types.MethodType):
-        return jvp(fn.__func__, (fn.__self__, *primals), (None, *tangents), **kwargs)
     if isinstance(fn, functools.partial):
         bound = tuple(fn.args)
         return jvp(fn.func, (*bound, *primals), (None,) * len(bound) + tuple(tangents), **{**fn.keywords, **kwargs})
