@@ -262,100 +262,17 @@ def rrule(*primitives, checked: bool = False, sequences: bool = False):
         raise TypeError("rrule() needs the primitive(s) the rule is for")
 
     def register(rule_fn):
-        fn = _with_zero_cotangents(rule_fn) if checked else rule_fn
+        if checked:
+            from . import checked_rules  # noqa: PLC0415  (it imports this module)
+
+            fn = checked_rules.checked(rule_fn, primitives)
+        else:
+            fn = rule_fn
         for primitive in primitives:
             _register(primitive, Rule(primitive, fn, rule_fn, sequences=sequences))
         return rule_fn
 
     return register
-
-
-def _with_zero_cotangents(rule_fn):
-    """Wrap a user's rule so a `None` cotangent for a float argument becomes zeros.
-
-    Generated code consumes cotangents as arrays; the wrapper makes user rules that return
-    `None` to mean "no gradient" safe without runtime checks in generated code.
-    """
-
-    parameters = inspect.signature(rule_fn).parameters.values()
-    most = (
-        float("inf") if any(p.kind is p.VAR_POSITIONAL for p in parameters)
-        else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
-    )
-
-    def checked(pullback, value, args):
-        def counted_pullback(cotangent):
-            cotangents = tuple(pullback(cotangent))
-            if len(cotangents) > max(most, len(args)):
-                raise runtime.RuleError(
-                    f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
-                    f"cotangents for {len(args)} positional arguments"
-                )
-            return cotangents
-
-        zero_filled = runtime.zeros_for_none(counted_pullback, args, range(len(args)))
-
-        def checked_pullback(cotangent):
-            cotangents = zero_filled(_dense(cotangent, value))
-            for index, (c, arg) in enumerate(zip(cotangents, args)):
-                if c is not None and runtime.is_differentiable(arg) and np.shape(c) != np.shape(arg):
-                    raise runtime.RuleError(
-                        f"the pullback of rule {rule_fn.__qualname__} returned a cotangent of shape {np.shape(c)} "
-                        f"for argument {index}, of shape {np.shape(arg)}"
-                    )
-            return cotangents
-
-        def checked_pullback_frule(primals, tangents, closure=None):
-            (g,), (dg,) = primals, tangents
-            dg = None if dg is None else _dense(dg, value)
-            _, dcotangents = runtime.closure_jvp(pullback, closure, (_dense(g, value),), (dg,))
-            return checked_pullback(g), padded(dcotangents, len(args))
-
-        checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(pullback, "__name__", "pullback")
-        checked_pullback.__adjoint_frule__ = checked_pullback_frule  # forward mode cannot read this wrapper
-        return checked_pullback
-
-    @functools.wraps(rule_fn)
-    def checked_rule(*args, **kwargs):
-        _refuse_hidden_parameters(rule_fn)
-        value, pullback = rule_fn(*args, **kwargs)
-        return value, checked(pullback, value, args)
-
-    def checked_rule_frule(primals, tangents, **kwargs):
-        """Forward mode over the rule and its pullback (a second derivative through the rule):
-        the rule as written, its pullback's cotangents checked as when it is called."""
-        (value, pullback), (dvalue, dpullback) = runtime.jvp(rule_fn, primals, tangents, **kwargs)
-        return (value, checked(pullback, value, primals)), (dvalue, dpullback)
-
-    checked_rule.__adjoint_frule__ = checked_rule_frule
-    return checked_rule
-
-
-def _refuse_hidden_parameters(rule_fn) -> None:
-    """While `adjoint.gradient(f, params)` runs, a function with a rule that reads parameters
-    through its globals or closure would give them no gradient: its rule returns cotangents for
-    its arguments only."""
-    from . import implicit  # noqa: PLC0415  (implicit imports the runtime this module does)
-
-    collector = implicit.collector()
-    if collector is None:
-        return
-    for primitive, rule in list(_RULES.values()):
-        if rule.definition is rule_fn and isinstance(primitive, types.FunctionType):
-            hidden = implicit.implicit_names(primitive, (), collector)
-            if hidden:
-                raise runtime.RuleError(
-                    f"`{primitive.__qualname__}` has a rule of yours, and reads the parameters `{'`, `'.join(hidden)}` "
-                    "through its globals or closure, which a rule cannot give gradients to: pass them as arguments"
-                )
-
-
-def _dense(cotangent, value):
-    """A user's rule gets its output's cotangent with every item there: generated code leaves
-    out (None) the items of a tuple or list that nothing flowed into."""
-    if type(value) in (tuple, list) and isinstance(cotangent, (tuple, list)):
-        return type(value)(runtime.zeros_like(v) if c is None else _dense(c, v) for c, v in zip(cotangent, value))
-    return cotangent
 
 
 def padded(cotangents, count: int) -> tuple:

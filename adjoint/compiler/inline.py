@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import runtime
 from . import annotations as anno
-from . import syntax
+from . import syntax, user_rules
 from .context import Context, free_name
 from .simplify import simplify
 
@@ -153,7 +153,7 @@ def _plan_partials(partials) -> Plan:
 
 def _plan_rule(rule_fn, primitive=None) -> Plan:
     """Plan a full rule. A user's rule, given with the `primitive` it is registered for, must
-    compute its value as that primitive does (see `_computes_primitive`) and must not return
+    compute its value as that primitive does (see `user_rules`) and must not return
     `None` where it is not written literally, since inlined code cannot turn a runtime `None`
     into zeros. Adjoint's own rules (no `primitive`) compute their primitives' values."""
     node = _definition(rule_fn)
@@ -181,11 +181,8 @@ def _plan_rule(rule_fn, primitive=None) -> Plan:
     pre = [s for s in pre if s.targets[0].id != value_name]
     local_names = set(params) | {pullback.name, pullback.args.args[0].id} | set(assigned)
     global_objects = _globals_of(rule_fn, node, local_names)
-    cotangent = pullback.args.args[0].id
-    if primitive is not None and not (
-        _computes_primitive(assigned.get(value_name, value), rule_fn, primitive, global_objects)
-        and all(r is None or _never_none(r, assigned, global_objects) for r in results)
-        and not _reads_items(pullback, cotangent)
+    if primitive is not None and not user_rules.inlinable(
+        rule_fn, primitive, assigned.get(value_name, value), pullback, results, assigned, global_objects
     ):
         raise _NotInlinable
     return Plan(
@@ -193,56 +190,6 @@ def _plan_rule(rule_fn, primitive=None) -> Plan:
         pullback.args.args[0].id, body, results, local_names, global_objects, rule_fn,
         keyword_only=[a.id for a in args.kwonlyargs],
     )
-
-
-def _reads_items(pullback, cotangent) -> bool:
-    """Whether a pullback reads items of its cotangent (`g[0]`): a tuple output's cotangent may
-    hold None for an unused item, which only the called rule fills with zeros."""
-    return any(
-        isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == cotangent
-        for n in gast.walk(pullback)
-    )
-
-
-def _computes_primitive(value, rule_fn, primitive, global_objects) -> bool:
-    """Whether a rule's value is literally its primitive called on the rule's parameters, each
-    passed once, in order or by its own name (`f(x, w=w)`), the rule's parameters being the
-    primitive's (names, kinds, defaults): then the user's `f(x)` is the rule's `f(x, w=1.0)`."""
-    if not isinstance(value, gast.Call) or _evaluate(value.func, global_objects) is not primitive:
-        return False
-    params = list(inspect.signature(rule_fn).parameters)
-    passed = [a.id if isinstance(a, gast.Name) else None for a in value.args]
-    in_order = passed == params[: len(passed)]
-    passed += [k.arg if isinstance(k.value, gast.Name) and k.value.id == k.arg else None for k in value.keywords]
-    return in_order and len(passed) == len(params) and set(passed) == set(params) and _same_parameters(rule_fn, primitive)
-
-
-def _same_parameters(rule_fn, primitive) -> bool:
-    try:
-        ours, theirs = (list(inspect.signature(f).parameters.values()) for f in (rule_fn, primitive))
-    except (TypeError, ValueError):
-        return False
-    return [(p.name, p.kind) for p in ours] == [(p.name, p.kind) for p in theirs] and all(
-        _same_default(a.default, b.default) for a, b in zip(ours, theirs)
-    )
-
-
-def _same_default(ours, theirs) -> bool:
-    return ours is theirs or (_is_simple(ours) and type(ours) is type(theirs) and ours == theirs)
-
-
-def _never_none(expr, assigned, global_objects) -> bool:
-    """Whether `expr` certainly evaluates to a value: arithmetic, or NumPy and runtime calls."""
-    if isinstance(expr, gast.Constant):
-        return expr.value is not None
-    if isinstance(expr, (gast.BinOp, gast.UnaryOp, gast.Compare)):
-        return True
-    if isinstance(expr, gast.Name) and expr.id in assigned:
-        return _never_none(assigned[expr.id], assigned, global_objects)
-    if isinstance(expr, gast.Call) and syntax.dotted(expr.func):
-        root = global_objects.get(syntax.root_name(expr.func))
-        return root is np or root is runtime
-    return False
 
 
 def _pair(value):
@@ -300,22 +247,11 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
             raise _NotInlinable
         found[name] = free_name(fn, name)
     for call in (n for n in gast.walk(node) if isinstance(n, gast.Call)):
-        callee = _evaluate(call.func, namespace)
+        callee = user_rules.evaluate(call.func, namespace)
         anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
         if isinstance(callee, np.ufunc) or callee is np.where:
             anno.set_(call, anno.FOLDABLE, anno.Ref(callee))
     return found
-
-
-def _evaluate(expr, namespace):
-    text = syntax.dotted(expr)
-    if text is None:
-        return None
-    head, *rest = text.split(".")
-    obj = namespace.get(head)
-    for part in rest:
-        obj = getattr(obj, part, None)
-    return obj
 
 
 def _keyword_defaults(callee) -> list[tuple[str, object]]:

@@ -1,0 +1,104 @@
+"""Users' reverse rules (`adjoint.rrule`), checked as they run.
+
+Generated code consumes cotangents as arrays, so the wrapper around a user's rule makes its
+pullback safe to consume without run-time checks in generated code: a `None` cotangent for a
+float argument becomes zeros, an output's cotangent is handed over with zeros for the items
+nothing flowed into, too many cotangents or a misshapen one is refused naming the rule, and
+while `adjoint.gradient(f, params)` runs, a rule for a function that reads parameters through
+its globals is refused (the rule cannot give them gradients). The wrapper and its pullback
+have forward rules, so second derivatives go through the rule as written.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+
+import numpy as np
+
+from . import registry, runtime
+
+
+def checked(rule_fn, primitives):
+    """`rule_fn`, a user's rule for `primitives`, wrapped: see the module docstring."""
+
+    parameters = inspect.signature(rule_fn).parameters.values()
+    most = (
+        float("inf") if any(p.kind is p.VAR_POSITIONAL for p in parameters)
+        else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    )
+
+    def checked(pullback, value, args):
+        def counted_pullback(cotangent):
+            cotangents = tuple(pullback(cotangent))
+            if len(cotangents) > max(most, len(args)):
+                raise runtime.RuleError(
+                    f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
+                    f"cotangents for {len(args)} positional arguments"
+                )
+            return cotangents
+
+        zero_filled = runtime.zeros_for_none(counted_pullback, args, range(len(args)))
+
+        def checked_pullback(cotangent):
+            cotangents = zero_filled(_dense(cotangent, value))
+            for index, (c, arg) in enumerate(zip(cotangents, args)):
+                if c is not None and runtime.is_differentiable(arg) and np.shape(c) != np.shape(arg):
+                    raise runtime.RuleError(
+                        f"the pullback of rule {rule_fn.__qualname__} returned a cotangent of shape {np.shape(c)} "
+                        f"for argument {index}, of shape {np.shape(arg)}"
+                    )
+            return cotangents
+
+        def checked_pullback_frule(primals, tangents, closure=None):
+            (g,), (dg,) = primals, tangents
+            dg = None if dg is None else _dense(dg, value)
+            _, dcotangents = runtime.closure_jvp(pullback, closure, (_dense(g, value),), (dg,))
+            return checked_pullback(g), registry.padded(dcotangents, len(args))
+
+        checked_pullback.__name__ = checked_pullback.__qualname__ = getattr(pullback, "__name__", "pullback")
+        checked_pullback.__adjoint_frule__ = checked_pullback_frule  # forward mode cannot read this wrapper
+        return checked_pullback
+
+    @functools.wraps(rule_fn)
+    def checked_rule(*args, **kwargs):
+        _refuse_hidden_parameters(primitives)
+        value, pullback = rule_fn(*args, **kwargs)
+        return value, checked(pullback, value, args)
+
+    def checked_rule_frule(primals, tangents, **kwargs):
+        """Forward mode over the rule and its pullback (a second derivative through the rule):
+        the rule as written, its pullback's cotangents checked as when it is called."""
+        (value, pullback), (dvalue, dpullback) = runtime.jvp(rule_fn, primals, tangents, **kwargs)
+        return (value, checked(pullback, value, primals)), (dvalue, dpullback)
+
+    checked_rule.__adjoint_frule__ = checked_rule_frule
+    return checked_rule
+
+
+def _refuse_hidden_parameters(primitives) -> None:
+    """While `adjoint.gradient(f, params)` runs, a function with a rule that reads parameters
+    through its globals or closure would give them no gradient: its rule returns cotangents for
+    its arguments only."""
+    from . import implicit  # noqa: PLC0415  (it imports the registry)
+
+    collector = implicit.collector()
+    if collector is None:
+        return
+    for primitive in primitives:
+        if isinstance(primitive, types.FunctionType):
+            hidden = implicit.implicit_names(primitive, (), collector)
+            if hidden:
+                raise runtime.RuleError(
+                    f"`{primitive.__qualname__}` has a rule of yours, and reads the parameters `{'`, `'.join(hidden)}` "
+                    "through its globals or closure, which a rule cannot give gradients to: pass them as arguments"
+                )
+
+
+def _dense(cotangent, value):
+    """A user's rule gets its output's cotangent with every item there: generated code leaves
+    out (None) the items of a tuple or list that nothing flowed into."""
+    if type(value) in (tuple, list) and isinstance(cotangent, (tuple, list)):
+        return type(value)(runtime.zeros_like(v) if c is None else _dense(c, v) for c, v in zip(cotangent, value))
+    return cotangent
