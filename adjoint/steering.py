@@ -36,8 +36,11 @@ def stop_gradient(x):
 
 def hook(x, fn):
     """`x` itself; in the pullback, `fn` receives the cotangent flowing to `x` and returns the
-    one to hand on (None: the same). For clipping, logging or a breakpoint in the backward pass.
-    Forward mode passes tangents through untouched.
+    one to hand on (None: the same). For clipping, logging (`hook(x, print)`) or a breakpoint
+    in the backward pass (`hook(x, lambda g: breakpoint())`, with `g` in the debugger's frame).
+    `fn` gets its own copy of the cotangent (a list of them for a list of arrays, zeros where
+    nothing flowed). Forward mode passes tangents through untouched; under a second derivative
+    a hook is refused.
 
     >>> import numpy as np, adjoint
     >>> def f(x):
