@@ -38,9 +38,10 @@ def hook(x, fn):
     """`x` itself; in the pullback, `fn` receives the cotangent flowing to `x` and returns the
     one to hand on (None: the same). For clipping, logging (`hook(x, print)`) or a breakpoint
     in the backward pass (`hook(x, lambda g: breakpoint())`, with `g` in the debugger's frame).
-    `fn` gets its own copy of the cotangent (a list of them for a list of arrays, zeros where
-    nothing flowed). Forward mode passes tangents through untouched; under a second derivative
-    a hook is refused.
+    `fn` gets its own copy of the cotangent, which it may change in place: for a list of arrays
+    a list of them (zeros where nothing flowed), for a model a `Tangent` of the fields that
+    received one. Forward mode passes tangents through untouched; under a second derivative a
+    hook is refused.
 
     >>> import numpy as np, adjoint
     >>> def f(x):
@@ -61,9 +62,13 @@ def checkpoint(fn=None, *, preserve_rng_state=True):
 
     Random draws are replayed in the second run: from generators among the arguments (NumPy's
     and `random.Random`s, in containers and objects too), and with `preserve_rng_state` (the
-    default: about 0.3 ms and 5 KB per call) from NumPy's global generator and Python's
-    `random`. Anything else `fn` reads (a module-level name rebound since) is read again, and
-    its side effects happen twice. A second run that gives a different value is refused.
+    default: about 0.3 ms per call, to look) from NumPy's global generator and Python's `random`
+    when the first run drew from them. Replaying a global generator rewinds it for a moment,
+    which other threads drawing from it at that time would see: give each thread a generator
+    of its own. Anything else `fn` reads (a module-level name rebound since) is read again, and
+    its side effects happen twice. A second run that gives a different value is refused. `fn`
+    is a function: an object holding floats (a layer) is refused, since its gradients would be
+    lost behind the checkpoint; decorate its method instead.
     Forward mode and Hessian-vector products differentiate `fn` directly.
     `@adjoint.checkpoint(preserve_rng_state=False)` decorates too.
 
@@ -84,6 +89,12 @@ def checkpoint(fn=None, *, preserve_rng_state=True):
     if not callable(fn):
         raise AdjointError(f"adjoint.checkpoint needs a function, not {fn!r}")
     fn = getattr(fn, "__adjoint_checkpoint_of__", fn)  # checkpointed twice is checkpointed once
+    if tree.tree_leaves(list(_bound_parts(fn))):
+        raise AdjointError(
+            f"adjoint.checkpoint of {_described(fn)}, which holds float values: their gradients would be lost "
+            "behind the checkpoint. Checkpoint a function of them instead (`adjoint.checkpoint(lambda h, W: ...)`), "
+            "or decorate the class's method (`@adjoint.checkpoint` on `def __call__`)"
+        )
 
     def checkpointed(*args, **kwargs):
         return fn(*args, **kwargs)
@@ -111,13 +122,16 @@ def _checkpoint_vjp(fn, replayed, wrt, closure, args, kwargs):
             return runtime.closure_vjp((0, *(i + 1 for i in wrt)), fn, *args, **kwargs)
         return runtime.vjp(wrt, fn, *args, **kwargs)
 
-    if isinstance(fn, types.FunctionType):  # refused before it runs (an update of its arguments...)
-        runtime._transform_hook(fn, wrt, args)
-    draws = replayed(args, kwargs)
+    function, bound, _ = runtime._unwrapped(fn)
+    if isinstance(function, types.FunctionType):  # refused before it runs (an update of its arguments...)
+        runtime._transform_hook(function, tuple(i + len(bound) for i in wrt), (*bound, *args))
+    holders = (*_bound_parts(fn), *args, *kwargs.values())
+    before = replayed(holders, {})
     value = fn(*args, **kwargs)  # run as it is: nothing kept for a pullback
+    draws = _moved(before, replayed(holders, {}))  # the generators it drew from, as they were
 
     def checkpoint_pullback(g):
-        now = replayed(args, kwargs)
+        now = [(generator, _state(generator)) for generator, _ in draws]
         restore_random_states(draws)
         try:
             again, pullback = run()
@@ -133,19 +147,57 @@ def _checkpoint_frule(fn, primals, tangents, closure=None, **kwargs):
     return runtime.closure_jvp(fn, closure, primals, tangents, **kwargs)
 
 
+def _bound_parts(fn) -> tuple:
+    """What a callable carries besides its code: a bound method's receiver, a partial's
+    arguments, a callable object itself."""
+    if isinstance(fn, types.MethodType):
+        return (fn.__self__,)
+    if isinstance(fn, functools.partial):
+        return (*fn.args, *fn.keywords.values())
+    if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        return (fn,)
+    return ()
+
+
+def _described(fn) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return f"`{name}`" + (f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else "")
+
+
+def _moved(before, after) -> list:
+    """The `(generator, state before)` of the generators whose state changed."""
+    return [(generator, state) for (generator, state), (_, now) in zip(before, after) if not _same_state(state, now)]
+
+
+def _same_state(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _state(generator):
+    if generator is np.random:
+        return np.random.get_state()
+    if generator is random or isinstance(generator, random.Random):
+        return _packed(generator.getstate())
+    if isinstance(generator, np.random.BitGenerator):
+        return generator.state
+    return generator.get_state()
+
+
 def random_states(args, kwargs, globally=True) -> list:
     """`(generator, state)` for each generator among the arguments (in containers and objects
     too), and `globally` for NumPy's global generator and Python's `random` (also for
     `adjoint.testing`, which replays draws). States are kept compactly: one is held per call."""
-    states = [(np.random, np.random.get_state()), (random, _packed(random.getstate()))] if globally else []
+    generators = [np.random, random] if globally else []
     for generator in _generators((*args, *kwargs.values()), set(), depth=3):
-        if isinstance(generator, np.random.Generator):
-            states.append((generator.bit_generator, generator.bit_generator.state))
-        elif isinstance(generator, np.random.RandomState):
-            states.append((generator, generator.get_state()))
-        else:
-            states.append((generator, _packed(generator.getstate())))
-    return states
+        generators.append(generator.bit_generator if isinstance(generator, np.random.Generator) else generator)
+    return [(generator, _state(generator)) for generator in generators]
 
 
 def _generators(values, seen, depth):
@@ -194,9 +246,9 @@ def _check_same(fn, value, again) -> None:
     if len(first) == len(second) and all(_same(a, b) for a, b in zip(first, second)):
         return
     raise AdjointError(
-        f"the checkpointed function {arguments.name_of(fn)} gave a different value when it ran again for its "
+        f"the checkpointed function {_described(fn)} gave a different value when it ran again for its "
         "gradient, so its gradient would be wrong. It may draw from a generator it reaches neither through its "
-        "arguments nor as NumPy's or Python's global one (with preserve_rng_state=True), or read a global or "
-        "other state that changed since the forward pass. Pass the generator or the state as an argument, or "
-        "do not checkpoint it."
+        "arguments nor as NumPy's or Python's global one (with preserve_rng_state=True), draw from a global "
+        "generator another thread also draws from, or read a global or other state that changed since the "
+        "forward pass. Pass the generator or the state as an argument, or do not checkpoint it."
     )

@@ -42,7 +42,7 @@ def check_grad(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, forward=True, *
     ...     return np.sin(x) * y
     >>> check_grad(f, np.array([0.5, 1.0]), 2.0)
     """
-    with _same_draws():
+    with _same_draws(args, kwargs):
         _check_vjp(f, lambda *a, **k: api.pullback(f, *a, **k), args, kwargs, rtol, atol, eps, seed)
     if forward:
         check_jvp(f, *args, rtol=rtol, atol=atol, eps=eps, seed=seed, **kwargs)
@@ -65,7 +65,7 @@ def check_jvp(f, *args, rtol=None, atol=None, eps=1e-6, seed=0, **kwargs):
     directions = [
         _direction(a, rng, {}) if runtime.is_differentiable(a) or tree.is_tree_with_floats(a) else None for a in args
     ]
-    with _same_draws():
+    with _same_draws(args, {}):
         value, tangent = derivatives.jvp(f, tuple(args), tuple(directions))
         return _check_tangent(f, args, originals, directions, value, tangent, rtol, atol, eps)
 
@@ -269,19 +269,22 @@ def _directional_derivative(f, args, kwargs, index, u, eps):
 
 def _as_differentiated(f, args, kwargs):
     """`f` called on copies of `args` as it runs when differentiated: `within_gradient()` true,
-    and NumPy's and Python's global generators drawing what they drew for the derivative."""
+    and the generators (global, and among the arguments) drawing what they drew for the
+    derivative."""
     if _draws:
         steering.restore_random_states(_draws[-1])
     with differentiating():
         return f(*copy.deepcopy(args), **kwargs)
 
 
-_draws: list = []  # while a check runs: the global random states it started with
+_draws: list = []  # while a check runs: the random states it started with
 
 
 @contextlib.contextmanager
-def _same_draws():
-    _draws.append(steering.random_states((), {}))
+def _same_draws(args, kwargs):
+    """Every call in the block starts from the states the global generators, and generators
+    among the arguments, had at its start."""
+    _draws.append(steering.random_states(args, kwargs))
     try:
         yield
     finally:

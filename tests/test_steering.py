@@ -451,3 +451,62 @@ def test_generators_held_by_arguments_are_replayed():
     layer = NoisyLayer(W3, 4)
     g = adjoint.grad(lambda h: np.sum(layer(layer(h)) ** 2))(h3)  # the layer's own generator
     assert np.all(np.isfinite(g))
+
+
+# ---- second review: hooks on models, in-place hooks, layers, generators in check_grad -------------
+
+def test_a_hook_on_a_model_changes_only_the_models_cotangent():
+    from support import Point
+
+    def zero_in_place(g):
+        g.x[...] = 0.0
+        g.y[...] = 0.0
+
+    def loss(p, v):
+        moved = adjoint.hook(Point(v * 1.0, v * 2.0), zero_in_place)
+        return np.sum(moved.x + v) + np.sum(moved.y)  # `+` hands `v` the same cotangent array
+
+    np.testing.assert_allclose(adjoint.grad(loss, 1)(None, np.ones(2)), [1.0, 1.0])
+
+
+def test_a_hook_that_clips_in_place_and_returns_nothing():
+    def loss(x):
+        return np.sum(5.0 * adjoint.hook(x, lambda g: np.clip(g, -1.0, 1.0, out=g)))
+
+    np.testing.assert_array_equal(adjoint.grad(loss)(np.zeros(3)), np.ones(3))
+
+
+class Dense:
+    def __init__(self, W):
+        self.W = W
+
+    def __call__(self, h):
+        return np.tanh(self.W @ h)
+
+
+def test_checkpointing_an_object_holding_floats_is_refused():
+    with pytest.raises(adjoint.AdjointError, match="holds float values"):
+        adjoint.checkpoint(Dense(W3))
+    with pytest.raises(adjoint.AdjointError, match="holds float values"):
+        adjoint.checkpoint(Dense(W3).__call__)
+
+
+class Counter:
+    def bump(self, h):
+        h += 1.0
+        return np.sum(h)
+
+
+def test_a_checkpointed_bound_method_that_updates_its_argument_is_refused_before_it_runs():
+    bump = adjoint.checkpoint(Counter().bump)
+    h = np.ones(2)
+    with pytest.raises(adjoint.AdjointError, match="updates its argument `h` in place"):
+        adjoint.grad(lambda h: bump(h) * 2.0)(h)
+    assert np.array_equal(h, np.ones(2))
+
+
+def test_check_grad_replays_a_generator_among_the_arguments():
+    def noisy(x, rng):
+        return np.sum(x * (rng.random(x.shape) > 0.5))
+
+    check_grad(noisy, np.ones(4), np.random.default_rng(0))

@@ -9,11 +9,12 @@ constants.
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
 
-from .cotangents import RuleError, zeros_like
+from .cotangents import RuleError
 
 __all__ = ["within_gradient", "differentiating", "hooked"]
 
@@ -47,39 +48,24 @@ class differentiating:
 
 def hooked(fn, cotangent, value):
     """The cotangent a gradient hook `fn` hands on for `value` (`adjoint.hook`): what `fn`
-    returns, or the cotangent itself if `fn` returns None. `fn` gets a copy, which it may
-    change in place.
+    returns, or if it returns None the cotangent it was given, which it may have changed in
+    place. `fn` gets its own copy, complete (zeros where nothing flowed, every field of a model).
 
     >>> hooked(lambda g: 2 * g, np.ones(2), np.zeros(2))
     array([2., 2.])
     """
     if cotangent is None:
         return None
-    replaced = fn(_copied(_filled(cotangent, value)))
+    from ..arguments import complete  # noqa: PLC0415  (it imports the runtime)
+
+    given = copy.deepcopy(complete(value, cotangent))  # the same arrays may flow to other values
+    replaced = fn(given)
     if replaced is None:
-        return cotangent
+        return given
     if isinstance(value, (np.ndarray, np.generic, float, complex)) and np.shape(replaced) != np.shape(value):
         raise RuleError(
-            f"the gradient hook {getattr(fn, '__name__', fn)} returned a cotangent of shape "
+            f"the gradient hook {getattr(fn, '__qualname__', fn)} returned a cotangent of shape "
             f"{np.shape(replaced)} for a value of shape {np.shape(value)}: return one shaped like the "
             "cotangent it was given, or None to keep it"
         )
     return replaced
-
-
-def _filled(cotangent, value):
-    """`cotangent` with zeros for the items of a tuple or list that nothing flowed into."""
-    if type(value) in (tuple, list) and isinstance(cotangent, (tuple, list)):
-        return type(value)(zeros_like(v) if c is None else _filled(c, v) for c, v in zip(cotangent, value))
-    return cotangent
-
-
-def _copied(cotangent):
-    """A copy of the arrays in `cotangent`: the same array may be flowing to other values."""
-    if isinstance(cotangent, np.ndarray):
-        return cotangent.copy()
-    if type(cotangent) in (tuple, list):
-        return type(cotangent)(_copied(c) for c in cotangent)
-    if type(cotangent) is dict:
-        return {k: _copied(c) for k, c in cotangent.items()}
-    return cotangent
