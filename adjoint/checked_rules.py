@@ -11,6 +11,7 @@ have forward rules, so second derivatives go through the rule as written.
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import types
@@ -78,27 +79,57 @@ def checked(rule_fn, primitives):
 
 
 def _refuse_hidden_parameters(primitives) -> None:
-    """While `adjoint.gradient(f, params)` runs, a function with a rule that reads parameters
-    through its globals or closure would give them no gradient: its rule returns cotangents for
-    its arguments only."""
+    """While `adjoint.gradient(f, params)` runs, a function with a rule that reaches parameters
+    through its globals, closure or default values (or a function of yours it calls does) would
+    give them no gradient: its rule returns cotangents for its arguments only."""
     from . import implicit  # noqa: PLC0415  (it imports the registry)
 
     collector = implicit.collector()
     if collector is None:
         return
     for primitive in primitives:
-        if isinstance(primitive, types.FunctionType):
-            hidden = implicit.implicit_names(primitive, (), collector)
-            if hidden:
-                raise runtime.RuleError(
-                    f"`{primitive.__qualname__}` has a rule of yours, and reads the parameters `{'`, `'.join(hidden)}` "
-                    "through its globals or closure, which a rule cannot give gradients to: pass them as arguments"
-                )
+        hidden = _reached_parameters(primitive, collector, set())
+        if hidden:
+            raise runtime.RuleError(
+                f"`{primitive.__qualname__}` has a rule of yours, and reaches parameters through "
+                f"{', '.join(sorted(set(hidden)))}, which a rule cannot give gradients to: pass them as arguments"
+            )
+
+
+def _reached_parameters(fn, collector, seen) -> list:
+    """What of `fn`'s closure, defaults and the globals it loads hold parameters, and so for the
+    functions of yours it loads."""
+    if not isinstance(fn, types.FunctionType) or id(fn) in seen or fn.__module__.startswith(("adjoint", "numpy")):
+        return []
+    seen.add(id(fn))
+    found = []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            continue
+        found += [f"`{name}`"] if collector.holds_parameter(contents) else _reached_parameters(contents, collector, seen)
+    defaults = (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
+    found += ["a default value"] * any(collector.holds_parameter(d) for d in defaults)
+    for name in _loaded_globals(fn.__code__):
+        value = fn.__globals__.get(name)
+        found += [f"`{name}`"] if collector.holds_parameter(value) else _reached_parameters(value, collector, seen)
+    return found
+
+
+def _loaded_globals(code) -> set:
+    """The global names `code` (and the code nested in it) reads, not its attribute names."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _loaded_globals(constant)
+    return names
 
 
 def _dense(cotangent, value):
     """A user's rule gets its output's cotangent with every item there: generated code leaves
     out (None) the items of a tuple or list that nothing flowed into."""
-    if type(value) in (tuple, list) and isinstance(cotangent, (tuple, list)):
-        return type(value)(runtime.zeros_like(v) if c is None else _dense(c, v) for c, v in zip(cotangent, value))
+    if isinstance(value, (tuple, list)) and isinstance(cotangent, (tuple, list)):
+        parts = [runtime.zeros_like(v) if c is None else _dense(c, v) for c, v in zip(cotangent, value)]
+        return type(value)._make(parts) if hasattr(type(value), "_fields") else type(value)(parts)
     return cotangent

@@ -110,6 +110,7 @@ def register():
     for helper in (runtime.closure_jvp, runtime.method_jvp, runtime.keywords_jvp, runtime.field_tangent):
         registry.rrule(helper)(_not_yet(helper))
         frules.frule(helper)(_not_yet(helper))
+    frules.frule(runtime.star_vjp)(_star_refused)
     for function, why in [
         (api.pullback, "use adjoint.grad or adjoint.jvp inside, which can be differentiated"),
         (api.gradient, "use adjoint.grad inside, which can be differentiated"),
@@ -139,6 +140,13 @@ def tangent_or_zeros_rrule(tangent, value):
         return (g if tangent is not None else None), None
 
     return runtime.tangent_or_zeros(tangent, value), tangent_or_zeros_pullback
+
+
+def _star_refused(primals, tangents, **kwargs):
+    raise AdjointError(
+        "a second derivative through a call that spreads `*args` or `**kwargs` (`f(*xs)`) is not supported yet: "
+        "pass the arguments one by one"
+    )
 
 
 def _not_yet(helper):

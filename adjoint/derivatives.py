@@ -320,6 +320,7 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
     the names in `captured` that `f` closes over, and the tangents of all of them, by forward
     mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
     primals = tuple(primals)
+    f = getattr(f, "__adjoint_checkpoint_of__", f)  # no memory to save in a second derivative
     _refuse_models(f, primals[bound:])  # what a bound method or partial binds is constant
     function, binds, keywords = runtime._unwrapped(f)
     if binds and not keywords:  # a bound method, partial or callable object: what it binds is constant

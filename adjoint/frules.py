@@ -88,6 +88,7 @@ def lookup(primitive) -> ForwardRule | None:
 
 def _register(primitive, rule: ForwardRule) -> None:
     _FRULES[id(primitive)] = (primitive, rule)
+    registry._NON_DIFFERENTIABLE.pop(id(primitive), None)  # a rule registered later wins, as for rrule
     registry.version += 1  # code generated before this rule is generated again
 
 
@@ -112,6 +113,8 @@ def frule(*primitives, checked: bool = False):
         raise TypeError("frule() needs the primitive(s) the rule is for")
 
     def register(rule_fn):
+        if checked:
+            registry.refuse_unregistrable(primitives)
         fn = _completed(rule_fn) if checked else rule_fn
         for primitive in primitives:
             _register(primitive, ForwardRule(primitive, fn))
@@ -344,7 +347,8 @@ def _generic_like(value):
     """A cotangent shaped like `value` with generic entries (the pullback is linear: the
     transpose is the same at any seed, and a generic one takes the branches most do)."""
     if isinstance(value, (tuple, list)):
-        return type(value)(_generic_like(v) for v in value)
+        parts = [_generic_like(v) for v in value]
+        return type(value)._make(parts) if hasattr(type(value), "_fields") else type(value)(parts)
     zero = runtime.zero_tangent(value)
     if zero is None or not runtime.is_differentiable(zero):
         return zero

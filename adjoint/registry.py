@@ -265,6 +265,7 @@ def rrule(*primitives, checked: bool = False, sequences: bool = False):
         if checked:
             from . import checked_rules  # noqa: PLC0415  (it imports this module)
 
+            refuse_unregistrable(primitives)
             fn = checked_rules.checked(rule_fn, primitives)
         else:
             fn = rule_fn
@@ -273,6 +274,22 @@ def rrule(*primitives, checked: bool = False, sequences: bool = False):
         return rule_fn
 
     return register
+
+
+def refuse_unregistrable(primitives) -> None:
+    """Refuse a user's rule for what a rule could not be found by: a bound method (each
+    `obj.m` is a new object) or a function `adjoint.checkpoint` made (it has rules of its own)."""
+    for primitive in primitives:
+        if isinstance(primitive, types.MethodType):
+            raise AdjointError(
+                f"a rule for the bound method `{primitive.__qualname__}` would never be found (each attribute "
+                f"read makes a new one): register it for `{primitive.__func__.__qualname__}` (the class's), the rule "
+                "taking the receiver first"
+            )
+        if getattr(primitive, "__adjoint_checkpoint_of__", None) is not None:
+            raise AdjointError(
+                f"`{primitive.__qualname__}` is checkpointed: register the rule for the function it wraps"
+            )
 
 
 def padded(cotangents, count: int) -> tuple:
@@ -376,13 +393,16 @@ def non_differentiable(*primitives):
     True
     """
     global version
+    from . import frules  # noqa: PLC0415  (it imports this module)
+
     for primitive in primitives:
-        if lookup(primitive) is None:
+        users = isinstance(primitive, types.FunctionType) and not primitive.__module__.startswith(("adjoint.", "numpy"))
+        if lookup(primitive) is None and not (users and frules.lookup(primitive) is not None):
             _NON_DIFFERENTIABLE[_key(primitive)] = primitive
-        elif isinstance(primitive, types.FunctionType) and not primitive.__module__.startswith(("adjoint.", "numpy")):
+        elif users:
             raise AdjointError(
-                f"`{primitive.__qualname__}` has a reverse rule, so it carries a gradient: it cannot also be "
-                "non-differentiable. Return zeros from its rule's pullback, or register no rule"
+                f"`{primitive.__qualname__}` has a rule, so it carries a derivative: it cannot also be "
+                "non-differentiable. Return zeros from its rule, or register no rule"
             )
     version += 1
     return primitives[0] if primitives else None

@@ -158,8 +158,8 @@ def _plan_rule(rule_fn, primitive=None) -> Plan:
     into zeros. Adjoint's own rules (no `primitive`) compute their primitives' values."""
     node = _definition(rule_fn)
     args = node.args
-    if args.vararg or args.kwarg or args.posonlyargs:
-        raise _NotInlinable
+    if args.vararg or args.kwarg or args.posonlyargs or len(node.body) < 2:
+        raise _NotInlinable  # (a rule that returns a lambda as its pullback is called)
     *pre, pullback, ret = node.body
     if not (isinstance(pullback, gast.FunctionDef) and isinstance(ret, gast.Return)):
         raise _NotInlinable

@@ -111,8 +111,9 @@ def _resolve_call(func, ctx, local_names) -> Callee:
         ctx.lookup_global(root)
     ):
         return Callee(DYNAMIC, text, method=True)  # `model.loss(x)` on a global model: `adj.method_vjp`
-    if callee.kind == RULE and isinstance(obj, types.BuiltinMethodType) and registry.unbound(obj) is not None:
-        return Callee(DYNAMIC, text, method=True)  # `W.dot(x)` on a global array: `adj.method_vjp`
+    if callee.kind == RULE and isinstance(obj, (types.BuiltinMethodType, types.MethodType)) and registry.unbound(obj) is not None:
+        # `W.dot(x)`, `model.score(x)` on a global: `adj.method_vjp`; a method held in a name: `adj.vjp`
+        return Callee(DYNAMIC, text, method=isinstance(func, gast.Attribute))
     if callee.kind in (RULE, NON_DIFFERENTIABLE):
         ctx.rely_on(text, obj)  # a rebinding of `text` invalidates the generated code
     return callee

@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from .. import registry, runtime
+from .. import frules, registry, runtime
 from .. import runtime as adj
 from ..runtime import calls as runtime_calls
 from ..frules import frule, linear
@@ -66,7 +66,7 @@ def method_vjp_frule(primals, tangents, **kwargs):
             return _program_jvp(rule.rrule, everything, dall, adj.filled_cotangents, (everything, wrt), kwargs)
     attribute = _checkpointed(getattr(type(receiver), name, None))
     if isinstance(attribute, types.FunctionType) and name not in getattr(receiver, "__dict__", ()):
-        forward = runtime._transform_hook(attribute, wrt, everything)
+        forward = runtime._transform_hook(_with_its_rule(attribute, len(everything)), wrt, everything)
         return _program_jvp(forward, everything, dall, None, None, kwargs)
     _refuse(getattr(receiver, name, receiver), f"the method `{type(receiver).__name__}.{name}`")
 
@@ -106,7 +106,7 @@ def _plan(wrt, fn, args, dargs, dfn=None):
         if keywords:
             _refuse(fn, "a partial with keywords")
         shifted = tuple(i + len(bound) for i in wrt)
-        forward = runtime._transform_hook(function, shifted, bound + args)
+        forward = runtime._transform_hook(_with_its_rule(function, len(bound + args)), shifted, bound + args)
         return forward, bound + args, (None,) * len(bound) + dargs, adj.dropped_cotangents, len(bound)
     if not isinstance(fn, types.FunctionType):
         _refuse(fn)
@@ -114,6 +114,13 @@ def _plan(wrt, fn, args, dargs, dfn=None):
     if forward.__adjoint_arity__ != len(args):
         _refuse(fn, "a function taking *args")
     return forward, args, dargs, None, None
+
+
+def _with_its_rule(function, count):
+    """`function`, or if it has a rule of yours, a function calling it (whose code calls the rule)."""
+    if registry.lookup(function) is None and frules.lookup(function) is None:
+        return function
+    return adj.calling(function, count)
 
 
 def _program_jvp(forward, args, dargs, reshape, layout, kwargs, dforward=None):

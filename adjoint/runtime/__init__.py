@@ -57,6 +57,7 @@ from .indexing import (
     add_at, append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unitem, unpack_bar,
 )
 from .building import construct_vjp, is_constructible
+from . import structs
 from .structs import Tangent, field_bar, item_bar
 from .nested import calling, closure_cotangents, dropped_cotangents, filled_cotangents, prefixed_cotangents, vjp_program
 from .gradient_mode import hooked
@@ -248,7 +249,8 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
         )
     inputs = (*receiver, *args)
     carries_rules = callable(value) and getattr(value, "__adjoint_rrule__", None) is not None  # `adjoint.grad(f)`
-    if pullback is None or not (is_differentiable(value) or type(value) in (tuple, list) or carries_rules):
+    container = isinstance(value, (tuple, list, dict)) or structs.is_struct(value)  # a namedtuple, a model
+    if pullback is None or not (is_differentiable(value) or container or carries_rules):
         pullback = no_cotangents(len(inputs))  # an integer result (`dtype=int`) has no gradient
     return value, zeros_for_none(pullback, inputs, wrt)
 
