@@ -9,11 +9,10 @@
 """
 
 from . import rules as _rules  # noqa: F401  (registers the built-in rules)
-from .api import differentiable, grad, gradient, pullback, rrule, source, value_and_grad
+from .api import differentiable, grad, gradient, non_differentiable, pullback, rrule, source, value_and_grad
 from .derivatives import frule, hessian, hvp, jacobian, jvp
 from .errors import AdjointError, TransformError
 from .implicit import Grads, Params, params
-from .registry import non_differentiable
 from .runtime.structs import Tangent
 from .steering import checkpoint, hook, stop_gradient, within_gradient
 from .tree import tree_leaves, tree_map

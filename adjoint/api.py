@@ -16,7 +16,7 @@ from .compiler import pipeline
 from .errors import AdjointError
 from .runtime.gradient_mode import differentiating
 
-__all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule"]
+__all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule", "non_differentiable"]
 
 
 def differentiable(fn):
@@ -228,6 +228,23 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None, mode="vjp") -> s
     with implicit.collecting(params) as collector:
         held = implicit.implicit_names(f, positions, collector)
         return pipeline.compiled(f, positions + held, spec, implicit=True).text
+
+
+def non_differentiable(*fns):
+    """Declare that calls to `fns` produce values that carry no gradient: they run as they are
+    inside differentiated code, and no adjoint work is spent on their results (a decorator, or a
+    call returning the first). A function of yours declared so must not update its arguments.
+    A bound method declares its class's function; a function with a rule is refused (hold its
+    result with `adjoint.stop_gradient` instead).
+
+    >>> import numpy as np, adjoint
+    >>> @adjoint.non_differentiable
+    ... def bucket(x):
+    ...     return float(np.floor(x * 10))
+    >>> float(adjoint.grad(lambda x: x * bucket(x))(0.25))  # bucket(x) = 2.0, held constant
+    2.0
+    """
+    return registry.non_differentiable(*fns, checked=True)
 
 
 def rrule(*primitives, sequences=False):

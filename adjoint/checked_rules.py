@@ -18,7 +18,7 @@ import types
 
 import numpy as np
 
-from . import registry, runtime
+from . import registry, runtime, tree
 
 
 def checked(rule_fn, primitives):
@@ -30,13 +30,14 @@ def checked(rule_fn, primitives):
         else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
     )
 
-    def checked(pullback, value, args):
+    def checked_back(pullback, value, args):
         def counted_pullback(cotangent):
             cotangents = tuple(pullback(cotangent))
-            if len(cotangents) > max(most, len(args)):
+            missing = [i for i in range(len(cotangents), len(args)) if _carries_gradient(args[i])]
+            if len(cotangents) > max(most, len(args)) or missing:
                 raise runtime.RuleError(
                     f"the pullback of rule {rule_fn.__qualname__} returned {len(cotangents)} "
-                    f"cotangents for {len(args)} positional arguments"
+                    f"cotangents for {len(args)} positional arguments: return one for each (None for one with none)"
                 )
             return cotangents
 
@@ -66,13 +67,13 @@ def checked(rule_fn, primitives):
     def checked_rule(*args, **kwargs):
         _refuse_hidden_parameters(primitives)
         value, pullback = rule_fn(*args, **kwargs)
-        return value, checked(pullback, value, args)
+        return value, checked_back(pullback, value, args)
 
     def checked_rule_frule(primals, tangents, **kwargs):
         """Forward mode over the rule and its pullback (a second derivative through the rule):
         the rule as written, its pullback's cotangents checked as when it is called."""
         (value, pullback), (dvalue, dpullback) = runtime.jvp(rule_fn, primals, tangents, **kwargs)
-        return (value, checked(pullback, value, primals)), (dvalue, dpullback)
+        return (value, checked_back(pullback, value, primals)), (dvalue, dpullback)
 
     checked_rule.__adjoint_frule__ = checked_rule_frule
     return checked_rule
@@ -124,6 +125,10 @@ def _loaded_globals(code) -> set:
         if isinstance(constant, types.CodeType):
             names |= _loaded_globals(constant)
     return names
+
+
+def _carries_gradient(arg) -> bool:
+    return runtime.is_differentiable(arg) or bool(tree.tree_leaves(arg))
 
 
 def _dense(cotangent, value):

@@ -378,11 +378,13 @@ def _renamed(rule, name):
     return renamed
 
 
-def non_differentiable(*primitives):
+def non_differentiable(*primitives, checked: bool = False):
     """Declare primitives whose outputs carry no gradient (shape queries, constructors, ...).
 
     Calls to them run as they are inside differentiated code, and no adjoint work is spent on
-    their results. Returns the first primitive, so it also works as a decorator.
+    their results. Returns the first primitive, so it also works as a decorator. A primitive
+    with a rule keeps it; with `checked=True` (how `adjoint.non_differentiable` declares users'
+    functions) that, and a bound method (never found again), are refused.
 
     >>> import adjoint
     >>> from adjoint.registry import non_differentiable, is_non_differentiable
@@ -396,13 +398,18 @@ def non_differentiable(*primitives):
     from . import frules  # noqa: PLC0415  (it imports this module)
 
     for primitive in primitives:
-        users = isinstance(primitive, types.FunctionType) and not primitive.__module__.startswith(("adjoint.", "numpy"))
-        if lookup(primitive) is None and not (users and frules.lookup(primitive) is not None):
-            _NON_DIFFERENTIABLE[_key(primitive)] = primitive
-        elif users:
+        if checked and isinstance(primitive, types.MethodType):
+            primitive = primitive.__func__  # `log.info`: the method, whatever object it is read from
+        if checked:
+            refuse_unregistrable([primitive])
+        ruled = lookup(primitive) is not None or checked and frules.lookup(primitive) is not None
+        if checked and ruled:
+            name = getattr(primitive, "__qualname__", None) or repr(primitive)
             raise AdjointError(
-                f"`{primitive.__qualname__}` has a rule, so it carries a derivative: it cannot also be "
-                "non-differentiable. Return zeros from its rule, or register no rule"
+                f"`{name}` has a rule, so it carries a derivative: it cannot also be non-differentiable. "
+                "Hold its result constant with adjoint.stop_gradient where you call it"
             )
+        if not ruled:
+            _NON_DIFFERENTIABLE[_key(primitive)] = primitive
     version += 1
     return primitives[0] if primitives else None
