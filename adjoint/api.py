@@ -15,6 +15,7 @@ from . import arguments, derivatives, forwards, implicit, registry, runtime, str
 from .compiler import pipeline
 from .errors import AdjointError
 from .runtime.gradient_mode import differentiating
+from .runtime.marks import marked
 
 __all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule", "non_differentiable"]
 
@@ -73,7 +74,7 @@ def grad(f, wrt=0, freeze=None):
     """
     positions = _positions(wrt)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def gradient_of_f(*args, **kwargs):
         value, back = _pullback(f, args, kwargs, positions, freeze)
         cotangents = back(arguments.unit(value, f))
@@ -101,7 +102,7 @@ def value_and_grad(f, wrt=0, has_aux=False, freeze=None):
     """
     positions = _positions(wrt)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def value_and_gradient_of_f(*args, **kwargs):
         value, back = _pullback(f, args, kwargs, positions, freeze)
         if has_aux:
@@ -191,11 +192,11 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None, mode="vjp") -> s
     """
     if mode not in ("vjp", "jvp"):
         raise AdjointError(f'source mode must be "vjp" or "jvp", not {mode!r}')
-    f = getattr(f, "__adjoint_checkpoint_of__", f)  # the code its pullback runs again
-    if mode == "jvp" or hasattr(f, "__adjoint_gradient_of__"):
+    f = marked(f, "__adjoint_checkpoint_of__", f)  # the code its pullback runs again
+    if mode == "jvp" or marked(f, "__adjoint_gradient_of__") is not None:
         if freeze is not None or params is not None:
             raise AdjointError("freeze= and params= apply to reverse mode only")
-        if not hasattr(f, "__adjoint_gradient_of__"):
+        if marked(f, "__adjoint_gradient_of__") is None:
             _require_python_function(f)
         count = len(args) if args is not None else getattr(getattr(f, "__code__", None), "co_argcount", 0)
         positions = tuple(range(count)) if wrt is None else _positions(wrt)
@@ -289,7 +290,7 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
     freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
-    if registry.lookup(f) is not None or hasattr(f, "__adjoint_rrule__"):  # a rule, or a derivative
+    if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
         with differentiating():
             value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
     else:

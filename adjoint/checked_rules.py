@@ -132,9 +132,18 @@ def _carries_gradient(arg) -> bool:
 
 
 def _dense(cotangent, value):
-    """A user's rule gets its output's cotangent with every item there: generated code leaves
-    out (None) the items of a tuple or list that nothing flowed into."""
-    if isinstance(value, (tuple, list)) and isinstance(cotangent, (tuple, list)):
-        parts = [runtime.zeros_like(v) if c is None else _dense(c, v) for c, v in zip(cotangent, value)]
+    """A user's rule gets its output's cotangent with every part there: generated code leaves
+    out (None) the items of a tuple, list or dict and the fields of an object that nothing
+    flowed into; they come as zeros (None for an int)."""
+    if isinstance(value, (tuple, list)) and (cotangent is None or isinstance(cotangent, (tuple, list))):
+        parts = [_dense(c, v) for c, v in zip(cotangent or [None] * len(value), value)]
         return type(value)._make(parts) if hasattr(type(value), "_fields") else type(value)(parts)
+    if isinstance(value, dict) and (cotangent is None or isinstance(cotangent, dict)):
+        given = cotangent or {}
+        return {key: _dense(given.get(key), v) for key, v in value.items()}
+    if runtime.structs.is_struct(value) and (cotangent is None or isinstance(cotangent, runtime.Tangent)):
+        given = runtime.structs.tangent_fields(cotangent) if cotangent is not None else {}
+        return runtime.Tangent(type(value), {key: _dense(given.get(key), v) for key, v in tree.children(value)})
+    if cotangent is None:
+        return runtime.zeros_like(value)
     return cotangent

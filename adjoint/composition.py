@@ -20,6 +20,7 @@ from . import arguments, derivatives, frules, registry, runtime, tree
 from .compiler import pipeline
 from .runtime import calls as runtime_calls
 from .errors import AdjointError
+from .runtime.marks import marked
 
 # `adjoint.grad(f)` made inside differentiated code: the gradient carries `f`'s tangent (a
 # closure's: what it closes over), so calling it differentiates with respect to those too; the
@@ -50,7 +51,7 @@ def _jvp_code(f, primals, tangents, outer_tangents=None):
     the tuple of inner tangents it takes (zeros where only the outer derivative moves one)."""
     if isinstance(f, types.FunctionType) and (frules.lookup(f) is not None or registry.lookup(f) is not None):
         f = runtime.calling(f, len(primals))  # a function with your rule: called from code adjoint reads
-    if not isinstance(f, types.FunctionType) or getattr(f, "__adjoint_frule__", None) is not None:
+    if not isinstance(f, types.FunctionType) or marked(f, "__adjoint_frule__", None) is not None:
         raise AdjointError(
             f"adjoint.jvp of {arguments.name_of(f)} can be differentiated again only for a Python function"
         )

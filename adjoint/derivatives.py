@@ -27,6 +27,7 @@ from .runtime.gradient_mode import differentiating
 from .compiler import pipeline
 from .runtime import calls as runtime_calls
 from .errors import AdjointError
+from .runtime.marks import marked
 
 __all__ = ["jvp", "hvp", "hessian", "jacobian", "frule"]
 
@@ -145,7 +146,7 @@ def hessian(f, wrt=0):
 
     gradient = grad(f, wrt)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def hessian_of_f(*args):
         return jacobian(gradient, wrt=wrt, mode="fwd")(*args)
 
@@ -172,7 +173,7 @@ def jacobian(f, wrt=0, mode="rev"):
     if not isinstance(wrt, int) or isinstance(wrt, bool) or wrt < 0:
         raise AdjointError(f"jacobian's wrt must be a non-negative int, not {wrt!r}")
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def jacobian_of_f(*args, **kwargs):
         if wrt >= len(args):
             raise AdjointError(f"wrt names argument {wrt}, but {arguments.name_of(f)} was called with {len(args)} arguments")
@@ -218,8 +219,9 @@ def jacobian(f, wrt=0, mode="rev"):
 def frule(*primitives):
     """Register a forward rule for `primitives` (a decorator): see `adjoint.frules`.
 
-    The rule is called as `rule(primals, tangents, **kwargs)`, with tuples as in `jvp`, and
-    returns `(value, tangent)`; a `None` tangent for a float part of the value is read as zeros.
+    The rule is called as `rule(primals, tangents, **kwargs)`, with tuples as in `jvp` (a float
+    argument held constant gets zeros; an int or other non-float argument, None), and returns
+    `(value, tangent)`; a `None` tangent for a float part of the value is read as zeros.
 
     >>> import numpy as np, adjoint
     >>> def softplus(x):
@@ -320,7 +322,7 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
     the names in `captured` that `f` closes over, and the tangents of all of them, by forward
     mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
     primals = tuple(primals)
-    f = getattr(f, "__adjoint_checkpoint_of__", f)  # no memory to save in a second derivative
+    f = marked(f, "__adjoint_checkpoint_of__", f)  # no memory to save in a second derivative
     _refuse_models(f, primals[bound:])  # what a bound method or partial binds is constant
     function, binds, keywords = runtime._unwrapped(f)
     if binds and not keywords:  # a bound method, partial or callable object: what it binds is constant
@@ -330,10 +332,10 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
             closure, captured, count,
         )
         return cotangents[count:], dcotangents[count:]
-    if (not hasattr(f, "__code__") or registry.lookup(f) is not None) and not hasattr(f, "__adjoint_gradient_of__"):
+    if (not hasattr(f, "__code__") or registry.lookup(f) is not None) and marked(f, "__adjoint_gradient_of__") is None:
         # `hessian(np.sin)`, or a function with your rule: called from code adjoint reads, so the rule is used
         f = runtime.calling(f, len(primals))
-    if hasattr(f, "__adjoint_gradient_of__"):
+    if marked(f, "__adjoint_gradient_of__") is not None:
         raise AdjointError(
             f"a gradient of a gradient of {arguments.name_of(f.__adjoint_gradient_of__[0])} cannot be "
             "differentiated again: adjoint computes first and second derivatives (grad, jvp, hvp, hessian "
@@ -412,9 +414,10 @@ def derivative_source(f, positions, args, mode) -> str:
     it differentiates) and for forward mode (`mode="jvp"`): the JVP code of `f`, or, given example
     `args`, every JVP function a JVP of `f` at `args` runs (for a gradient: the JVP of its
     forward function and of its pullback)."""
-    inner = getattr(f, "__adjoint_gradient_of__", None)
+    inner = marked(f, "__adjoint_gradient_of__", None)
     if mode == "vjp":
         function, wrt = inner
+        function = marked(function, "__adjoint_checkpoint_of__", function)  # the code it runs
         return pipeline.compiled(function, wrt).text
     if args is None:
         if inner is not None:

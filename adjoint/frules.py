@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import registry, runtime
+from . import registry, runtime, tree
 
 __all__ = ["ForwardRule", "frule", "linear", "multilinear", "lookup", "ELEMENTWISE", "LINEAR", "MULTILINEAR", "RULE"]
 
@@ -128,7 +128,12 @@ def frule(*primitives, checked: bool = False):
 def _completed(rule_fn):
     @functools.wraps(rule_fn)
     def checked_frule(primals, tangents, **kwargs):
-        value, tangent = rule_fn(tuple(primals), tuple(tangents), **kwargs)
+        primals = tuple(primals)
+        tangents = tuple(  # zeros for a constant float argument, as a rule of yours may compute with it
+            runtime.zero_tangent(p) if t is None and runtime.is_differentiable(p) else t
+            for p, t in zip(primals, _padded(tangents, len(primals)))
+        )
+        value, tangent = rule_fn(primals, tangents, **kwargs)
         tangent = runtime.complete_tangent(tangent, value)
         _check_shapes(tangent, value, rule_fn)
         return value, tangent
@@ -349,6 +354,10 @@ def _generic_like(value):
     if isinstance(value, (tuple, list)):
         parts = [_generic_like(v) for v in value]
         return type(value)._make(parts) if hasattr(type(value), "_fields") else type(value)(parts)
+    if isinstance(value, dict):
+        return {key: _generic_like(v) for key, v in value.items()}
+    if runtime.structs.is_struct(value):
+        return runtime.Tangent(type(value), {key: _generic_like(v) for key, v in tree.children(value)})
     zero = runtime.zero_tangent(value)
     if zero is None or not runtime.is_differentiable(zero):
         return zero

@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import random
 import types
 from typing import Callable
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from . import runtime
 from .errors import AdjointError
+from .runtime.marks import marked
 
 __all__ = [
     "Rule", "rrule", "elementwise", "non_differentiable", "lookup", "is_non_differentiable", "unbound", "padded",
@@ -233,7 +235,9 @@ def unbound(primitive):
 
 
 # The objects holding random state, whose methods draw from it (`rng.normal`, `rng.spawn`).
-_RANDOM_STATES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, np.random.SeedSequence)
+_RANDOM_STATES = (
+    np.random.Generator, np.random.RandomState, np.random.BitGenerator, np.random.SeedSequence, random.Random,
+)
 
 
 _MISSING = object()
@@ -286,7 +290,7 @@ def refuse_unregistrable(primitives) -> None:
                 f"read makes a new one): register it for `{primitive.__func__.__qualname__}` (the class's), the rule "
                 "taking the receiver first"
             )
-        if getattr(primitive, "__adjoint_checkpoint_of__", None) is not None:
+        if marked(primitive, "__adjoint_checkpoint_of__", None) is not None:
             raise AdjointError(
                 f"`{primitive.__qualname__}` is checkpointed: register the rule for the function it wraps"
             )

@@ -18,6 +18,7 @@ import numpy as np
 from . import arguments, runtime, tree
 from .errors import AdjointError
 from .runtime.gradient_mode import within_gradient
+from .runtime.marks import marked
 
 __all__ = ["within_gradient", "stop_gradient", "hook", "checkpoint"]
 
@@ -92,7 +93,7 @@ def checkpoint(fn=None, *, preserve_rng_state=True):
         return functools.partial(checkpoint, preserve_rng_state=preserve_rng_state)
     if not callable(fn):
         raise AdjointError(f"adjoint.checkpoint needs a function, not {fn!r}")
-    fn = getattr(fn, "__adjoint_checkpoint_of__", fn)  # checkpointed twice is checkpointed once
+    fn = marked(fn, "__adjoint_checkpoint_of__", fn)  # checkpointed twice is checkpointed once
     if tree.tree_leaves(list(_bound_parts(fn))):
         raise AdjointError(
             f"adjoint.checkpoint of {_described(fn)}, which holds float values: their gradients would be lost "
@@ -103,7 +104,7 @@ def checkpoint(fn=None, *, preserve_rng_state=True):
     def checkpointed(*args, **kwargs):
         return fn(*args, **kwargs)
 
-    functools.update_wrapper(checkpointed, fn)  # `__wrapped__` too: `fn`'s signature binds keywords
+    functools.update_wrapper(checkpointed, fn, updated=())  # `__wrapped__` too: `fn`'s signature binds keywords
     checkpointed.__adjoint_checkpoint_of__ = fn
     replayed = functools.partial(random_states, globally=preserve_rng_state)
     checkpointed.__adjoint_rrule__ = functools.partial(_checkpoint_rrule, fn, replayed)
@@ -127,7 +128,8 @@ def _checkpoint_vjp(fn, replayed, wrt, closure, args, kwargs):
         return runtime.vjp(wrt, fn, *args, **kwargs)
 
     function, bound, _ = runtime._unwrapped(fn)
-    if isinstance(function, types.FunctionType):  # refused before it runs (an update of its arguments...)
+    if isinstance(function, types.FunctionType) and marked(function, "__adjoint_rrule__") is None:
+        # refused before it runs (an update of its arguments...)
         runtime._transform_hook(function, tuple(i + len(bound) for i in wrt), (*bound, *args))
     holders = (*_bound_parts(fn), *args, *kwargs.values())
     before = replayed(holders, {})

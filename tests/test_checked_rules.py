@@ -308,3 +308,82 @@ def test_hvp_of_a_checkpointed_function_and_second_derivatives_through_star_call
 
     with pytest.raises(adjoint.AdjointError, match="spreads `\\*args`"):
         adjoint.hessian(spreads)(SMALL)
+
+
+# ---- third review ----------------------------------------------------------------------------------
+
+def test_a_pullback_returning_too_few_cotangents_is_refused():
+    def scaled(x, s):
+        return x * s
+
+    @adjoint.rrule(scaled)
+    def scaled_rrule(x, s):
+        return x * s, lambda g: (g * s,)  # forgets `s`
+
+    with pytest.raises(adjoint.AdjointError, match="returned 1 cotangents for 2 positional arguments"):
+        adjoint.grad(lambda x, s: np.sum(scaled(x, s)), 1)(SMALL, 2.0)
+    assert np.allclose(adjoint.grad(lambda x: np.sum(scaled(x, 2)))(SMALL), 2.0)  # an int needs none
+
+
+def test_non_differentiable_of_a_function_with_a_rule_and_of_a_bound_method():
+    with pytest.raises(adjoint.AdjointError, match="has a rule"):
+        adjoint.non_differentiable(np.tanh)
+
+    class Scale:
+        def times(self, x):
+            return 3.0 * x
+
+    adjoint.non_differentiable(Scale().times)  # declares the class's function
+    assert adjoint.grad(lambda x: x * Scale().times(x))(2.0) == pytest.approx(6.0)
+
+
+def stats(x):
+    return {"mean": np.mean(x), "n": float(x.size)}
+
+
+@adjoint.rrule(stats)
+def stats_rrule(x):
+    def stats_pullback(g):
+        return (np.full_like(x, g["mean"] / x.size + 0.0 * g["n"]),)  # `n` unused: it comes as zero
+
+    return stats(x), stats_pullback
+
+
+def test_a_rule_whose_value_is_a_dict_gets_every_entry():
+    check_grad(lambda x: stats(x)["mean"] * 2.0, SMALL, forward=False)
+
+    def called(x, f):
+        return f(x)["mean"] * 2.0
+
+    assert np.allclose(adjoint.grad(called)(SMALL, stats), 2.0 / 3)
+
+
+def test_a_forward_rule_of_yours_gets_zeros_for_a_constant_float_argument():
+    def mul(a, b):
+        return a * b
+
+    @adjoint.frule(mul)
+    def mul_frule(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        return a * b, da * b + a * db  # no None checks needed
+
+    assert adjoint.jvp(lambda a, b: mul(a, b), (2.0, 3.0), (1.0, None)) == (6.0, 3.0)
+
+
+def test_random_gauss_with_a_differentiable_mean_says_how_to_write_it():
+    import random
+
+    with pytest.raises(adjoint.TransformError, match=r"mu \+ sigma"):
+        adjoint.grad(lambda mu: random.gauss(mu, 1.0))(0.0)
+    assert adjoint.grad(lambda mu: mu * random.random() * 0.0 + mu)(0.0) == 1.0
+
+
+def dense_with_default(x, W, act=np.tanh):
+    return act(x @ W)
+
+
+def test_hvp_through_a_helper_with_a_default_left_to_itself():
+    loss = lambda W, x: np.sum(dense_with_default(x, W) ** 2)  # noqa: E731
+    direct = lambda W, x: np.sum(np.tanh(x @ W) ** 2)  # noqa: E731
+    W, x, V = np.eye(3) * 0.5, SMALL, np.ones((3, 3))
+    np.testing.assert_allclose(adjoint.hvp(loss, W, V, x), adjoint.hvp(direct, W, V, x), rtol=1e-12)

@@ -580,3 +580,27 @@ def test_a_users_forward_rule_must_shape_its_tangent_like_its_value():
 
     with pytest.raises(adjoint.AdjointError, match="tangent of shape"):
         adjoint.jvp(lambda t: square(t) + 1.0, (np.ones(2),), (np.ones(2),))
+
+
+class HeldModel:
+    scale = 2.0  # a class constant: no tangent
+
+    def __init__(self, W):
+        self.W = W
+
+    def apply(self, x):
+        return self.scale * np.tanh(self.W @ x)
+
+
+def test_jvp_through_a_method_held_in_a_name_and_a_class_constant():
+    model, x = HeldModel(np.eye(2) * 0.5), np.array([0.3, -0.2])
+    direction = HeldModel(np.ones((2, 2)))  # a tangent of the model's own class
+
+    def held(m):
+        f = m.apply
+        return np.sum(f(x) ** 2)
+
+    expected = float(np.sum(2 * (2 * np.tanh(model.W @ x)) * 2 * (1 - np.tanh(model.W @ x) ** 2) * (direction.W @ x)))
+    for f in (held, lambda m: np.sum(m.apply(x) ** 2)):
+        _, tangent = adjoint.jvp(f, (model,), (direction,))
+        assert tangent == pytest.approx(expected)

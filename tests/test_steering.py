@@ -510,3 +510,85 @@ def test_check_grad_replays_a_generator_among_the_arguments():
         return np.sum(x * (rng.random(x.shape) > 0.5))
 
     check_grad(noisy, np.ones(4), np.random.default_rng(0))
+
+
+# ---- third review ----------------------------------------------------------------------------------
+
+def test_a_hook_returning_a_misshapen_item_of_a_list_is_refused():
+    def loss(a, b):
+        a2, b2 = adjoint.hook([np.sin(a), b], lambda gs: [gs[0][:1], gs[1]])
+        return np.sum(a2 * b2)
+
+    with pytest.raises(adjoint.AdjointError, match=r"of shape \(1,\) for one of shape \(3,\) at \[0\]"):
+        adjoint.grad(loss)(np.ones(3), np.ones(3))
+
+
+def energy(x, k):
+    return k * np.sum(np.cos(x)) + np.sum(x ** 4) / 4
+
+
+def test_the_gradient_of_a_checkpointed_function_differentiated_again():
+    x, k = rng.normal(size=3), 1.5
+    for e in (energy, adjoint.checkpoint(energy)):
+        force = adjoint.grad(e)
+        check_grad(lambda k: np.sum(force(x, k) ** 2), k)
+        value, gradient = adjoint.value_and_grad(e)(x, k)
+        assert value == pytest.approx(energy(x, k)) and np.allclose(gradient, -k * np.sin(x) + x ** 3)
+
+
+def doubled(fn):
+    """A decorator of yours: `functools.wraps` copies adjoint's marks onto the wrapper."""
+    import functools
+
+    return functools.wraps(fn)(lambda *args: 2.0 * fn(*args))
+
+
+def test_a_decorator_of_yours_around_a_checkpoint_or_a_gradient_is_differentiated():
+    inner = lambda x: np.sum(np.sin(x))  # noqa: E731
+    for wrapped in (doubled(adjoint.checkpoint(inner)), doubled(adjoint.grad(inner))):
+        check_grad(lambda x: np.sum(wrapped(x)), h3, forward=False)
+    assert adjoint.checkpoint(doubled(adjoint.checkpoint(inner)))(h3) == pytest.approx(2.0 * inner(h3))
+
+
+def test_checkpoint_decorating_a_function_defined_inside():
+    def loss(W, h):
+        @adjoint.checkpoint
+        def block(h):
+            return np.tanh(W @ h)
+
+        @adjoint.checkpoint(preserve_rng_state=False)
+        def block2(h):
+            return np.sin(W @ h)
+
+        for _ in range(2):
+            h = block2(block(h))
+        return np.sum(h ** 2)
+
+    check_grad(loss, W3, h3)
+
+
+def test_hvp_through_a_checkpointed_function_called_with_keywords():
+    def loss(W, x):
+        return np.sum(checkpointed_step(x, W=W) ** 2)
+
+    V = rng.normal(size=(3, 3))
+    expected = adjoint.hvp(lambda W, x: np.sum(step(x, W) ** 2), W3, V, h3)
+    np.testing.assert_allclose(adjoint.hvp(loss, W3, V, h3), expected, rtol=1e-12)
+
+
+class Cell:
+    def __init__(self, W):
+        self.W = W
+
+    def step(self, h):  # named like an update, but computes a new value
+        return np.tanh(self.W @ h)
+
+    @adjoint.checkpoint
+    def __call__(self, h):
+        for _ in range(3):
+            h = self.step(h)
+        return h
+
+
+def test_a_recurrent_cell_whose_method_is_called_step():
+    check_grad(lambda cell, h: np.sum(cell(h) ** 2), Cell(W3), h3)

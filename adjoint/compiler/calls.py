@@ -11,11 +11,13 @@ Before:  y = dense(x, W)               After:  y, dense_pullback = adj.vjp((0, 1
 from __future__ import annotations
 
 import operator
+import types
 
 import gast
 import numpy as np
 
 from . import annotations as anno
+from ..runtime.marks import marked
 from . import inline, resolve, syntax
 
 
@@ -28,8 +30,8 @@ class CallAdjoints:
         if spread:
             self._star_call(stmt, target, call, callee)
             return
-        if callee.kind == resolve.PYTHON and call.keywords:
-            _keywords_to_positions(call, callee.obj)
+        if callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and call.keywords and signature_of(callee) is not None:
+            _keywords_to_positions(call, signature_of(callee))
             self.ctx.rely_on(callee.text, callee.obj)  # the call now follows its signature
         if callee.kind == resolve.RULE and callee.rule is not None and call.keywords:
             _differentiable_keywords_to_positions(call, callee.rule, self.varied)
@@ -265,6 +267,15 @@ class CallAdjoints:
             stmt, call,
             f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})", resolve.missing_hint(callee, "rrule"),
         )
+
+
+def signature_of(callee):
+    """The Python function whose parameters a call of `callee` binds: its own, or for a
+    checkpointed function (`adjoint.checkpoint`), the one it wraps; None if not known here."""
+    if callee.kind == resolve.PYTHON:
+        return callee.obj
+    wrapped = marked(callee.obj, "__adjoint_checkpoint_of__") if callee.obj is not None else None
+    return wrapped if isinstance(wrapped, types.FunctionType) else None
 
 
 def _keywords_to_positions(call, fn):

@@ -8,6 +8,9 @@ whose code adjoint does not read, may update its arguments.
 
 from __future__ import annotations
 
+import dataclasses
+import types
+
 from ..errors import AdjointError, TransformError
 from . import annotations as anno
 from . import resolve
@@ -32,12 +35,17 @@ _UPDATING_PREFIXES = ("set_", "update_", "reset_", "refill", "push_", "add_", "f
 
 
 def user_non_differentiable(callee) -> bool:
-    """A function the user declared non-differentiable: adjoint cannot see whether it updates
-    its arguments, so it may."""
+    """A function the user declared non-differentiable that may update its arguments: one whose
+    code adjoint cannot read, or reads and finds updating one (a metric or a log reading a value
+    the pullback needs is fine)."""
     if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
         return False
     module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__  # ufuncs of older NumPy have none
-    return module.split(".")[0] not in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}
+    if module.split(".")[0] in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}:
+        return False
+    if isinstance(callee.obj, types.FunctionType):
+        return updates_its_arguments(dataclasses.replace(callee, kind=resolve.PYTHON)) is not False
+    return True
 
 
 def leaves_its_arguments(callee) -> bool:

@@ -54,6 +54,7 @@ class _Facts:
     numbers: set[str]  # names certainly holding numbers or arrays (`kinds.certain_numbers`)
     modules: set[str]  # free names bound to modules (`np` is not updated by `np.random.shuffle`)
     global_arrays: set[str]  # locals holding a module-level array the forward pass read
+    user_name: object = str  # how the user wrote a name (`ctx.user_name`)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -72,6 +73,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         chains=chains,
         arms=arms,
         statements=body,
+        user_name=ctx.user_name,
         immutable=_immutable(node.body, body),
         numbers=numbers,
         modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
@@ -279,10 +281,11 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     method_name = (syntax.dotted(value.func) or "").rsplit(".", 1)[-1]
     effect_only = _only_for_effect(stmt, facts.loaded)
     # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
-    # `o` anew, a later iteration would update what an earlier one returned
+    # `o` anew, a later iteration would update what an earlier one returned. One given values to
+    # compute with (`h = self.step(h)`, a recurrent cell) is taken to return a new one.
     object_method = (
         receiver not in facts.numbers and effects.sounds_like_an_update(method_name) and index is not None
-        and _invariant_in_a_loop(receiver, index, facts)
+        and not _steps_a_value(stmt, facts) and _invariant_in_a_loop(receiver, index, facts)
     )
     if receiver and receiver not in facts.modules and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
@@ -293,6 +296,15 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     ):
         updated |= arguments
     return updated - facts.immutable
+
+
+def _steps_a_value(stmt, facts) -> bool:
+    """Whether the user wrote the statement as `h = o.step(h, ...)`: a new value computed from
+    the one it replaces."""
+    if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)):
+        return False
+    target = facts.user_name(stmt.targets[0].id)
+    return any(isinstance(a, gast.Name) and facts.user_name(a.id) == target for a in stmt.value.args)
 
 
 def _invariant_in_a_loop(name, index, facts) -> bool:

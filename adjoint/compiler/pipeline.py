@@ -1,4 +1,4 @@
-"""The compiler, start to finish: source -> fence -> within -> control -> normalize -> ssa -> resolve ->
+"""The compiler, start to finish: source -> fence -> within -> decorators -> control -> normalize -> ssa -> resolve ->
 frozen -> activity -> inplace -> reverse -> optimize -> emit -> load.
 
 `forward_function(fn, wrt, frozen)` returns the generated forward function of `fn` for the
@@ -17,15 +17,17 @@ import weakref
 
 from .. import runtime
 from ..errors import AdjointError
-from . import activity, control, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
+from . import activity, control, decorators, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
 from .context import Context
 from .source import get_source
+from ..runtime.marks import marked
 
 DEBUG = bool(os.environ.get("ADJOINT_DEBUG"))
 
 # The passes after `fence`, in order; each is `transform(node, ctx) -> node`.
 PASSES = (
     ("within", within.transform),
+    ("decorators", decorators.transform),
     ("control", control.transform),
     ("normalize", normalize.transform),
     ("ssa", ssa.transform),
@@ -70,7 +72,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
 
 def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
     """Run every pass over `fn` and compile the result (not cached)."""
-    if mode == REVERSE and getattr(fn, "__adjoint_rrule__", None) is not None:  # its wrapper's code is not what it means
+    if mode == REVERSE and marked(fn, "__adjoint_rrule__", None) is not None:  # its wrapper's code is not what it means
         raise AdjointError(
             f"`{fn.__qualname__}` was made by adjoint (a gradient or a checkpoint) and carries its own rules: "
             "differentiate it by calling it, not by transforming its code"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import random
 import types
 
 import gast
@@ -27,6 +28,7 @@ from . import annotations as anno
 from . import syntax
 from .context import Context
 from .normalize import assigned_names, is_object_of_user
+from ..runtime.marks import marked
 
 RULE, NON_DIFFERENTIABLE, PYTHON, DYNAMIC, MISSING = "rule", "nondiff", "python", "dynamic", "missing"
 FIELD = "field"  # an attribute read that is not an array's: a field of the user's object
@@ -135,10 +137,12 @@ def classify(obj, text: str) -> Callee:
         return Callee(RULE, text, obj, rule)
     if registry.is_non_differentiable(obj):
         return Callee(NON_DIFFERENTIABLE, text, obj)
-    if getattr(obj, "__adjoint_rrule__", None) is not None:
+    if marked(obj, "__adjoint_rrule__", None) is not None:
         return Callee(DYNAMIC, text, obj)  # a derivative or checkpoint adjoint made: it carries its rules
     if isinstance(obj, types.FunctionType) and not _is_library(obj):
         return Callee(PYTHON, text, obj)
+    if isinstance(getattr(obj, "__self__", None), random.Random):
+        return Callee(MISSING, text, obj)  # `random.gauss`: a draw, not code of yours to read
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
         return Callee(DYNAMIC, text, obj)
     if not isinstance(obj, type) and isinstance(getattr(type(obj), "__call__", None), types.FunctionType):
@@ -162,7 +166,7 @@ def random_draw_hint(obj) -> str | None:
     scaled, or items picked by drawn positions."""
     owner = getattr(obj, "__self__", None)
     module = getattr(obj, "__module__", None) or ""
-    if module.startswith("numpy.random") or isinstance(owner, (np.random.Generator, np.random.RandomState)):
+    if module.startswith("numpy.random") or isinstance(owner, (np.random.Generator, np.random.RandomState, random.Random)):
         return ("draw without the differentiable parameters and move them in: `mu + sigma * "
                 "rng.standard_normal(n)`, or pick items by drawn positions: `x[rng.permutation(len(x))]`")
     return None

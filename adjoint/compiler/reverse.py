@@ -293,8 +293,7 @@ class _Reverse(calls.CallAdjoints):
         if captured and getattr(function, "decorator_list", None):
             self.ctx.problem(
                 function, "a decorated nested function cannot carry the gradient of what it closes over",
-                "apply the decorator outside the differentiated function, or pass the values as arguments "
-                "(for adjoint.checkpoint: write `f = adjoint.checkpoint(f)` after the `def`)",
+                "apply the decorator outside the differentiated function, or pass the values as arguments",
             )
         for default in function.args.kw_defaults:
             if isinstance(default, gast.Name) and default.id in self.varied:

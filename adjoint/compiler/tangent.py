@@ -263,8 +263,7 @@ class _Tangent(TangentCalls):
                                  "pass the value when calling instead")
         if captured and getattr(function, "decorator_list", None):
             self.ctx.problem(function, "a decorated nested function cannot carry the derivative of what it closes over",
-                             "apply the decorator outside the differentiated function, or pass the values as arguments "
-                             "(for adjoint.checkpoint: write `f = adjoint.checkpoint(f)` after the `def`)")
+                             "apply the decorator outside the differentiated function, or pass the values as arguments")
         display = gast.Dict(keys=[syntax.const(c) for c in captured], values=[syntax.name(self.dot(c)) for c in captured])
         self.emit(stmt, syntax.assign(self.dot(target), display))
 

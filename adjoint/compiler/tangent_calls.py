@@ -21,7 +21,7 @@ import numpy as np
 from .. import frules, registry
 from . import annotations as anno
 from . import inline, resolve, syntax
-from .calls import _differentiable_keywords_to_positions, _keywords_to_positions
+from .calls import _differentiable_keywords_to_positions, _keywords_to_positions, signature_of
 
 _OPERATORS = {
     gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -54,8 +54,8 @@ class TangentCalls:
             self.ctx.rely_on(callee.text, callee.obj)
             self.rule_call(stmt, target, callee.obj, call.args, keywords, callee.text)
             return
-        if callee.kind == resolve.PYTHON and call.keywords:
-            _keywords_to_positions(call, callee.obj)
+        if callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and call.keywords and signature_of(callee) is not None:
+            _keywords_to_positions(call, signature_of(callee))
             self.ctx.rely_on(callee.text, callee.obj)
         if callee.kind == resolve.RULE and callee.rule is not None and call.keywords:
             _differentiable_keywords_to_positions(call, callee.rule, self.varied)

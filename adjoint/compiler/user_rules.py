@@ -43,10 +43,10 @@ def evaluate(expr, namespace):
 
 
 def reads_items(pullback, cotangent) -> bool:
-    """Whether a pullback reads items of its cotangent (`g[0]`): a tuple output's cotangent may
-    hold None for an unused item, which only the called rule fills with zeros."""
+    """Whether a pullback reads items or fields of its cotangent (`g[0]`, `g.mean`): a tuple's
+    or an object's cotangent may hold None for an unused part, which only the called rule fills."""
     return any(
-        isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) and n.value.id == cotangent
+        isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(n.value, gast.Name) and n.value.id == cotangent
         for n in gast.walk(pullback)
     )
 

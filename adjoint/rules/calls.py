@@ -10,6 +10,7 @@ pullback's own generated code. The cotangent layouts are linear.
 """
 
 import functools
+import inspect
 import types
 
 import numpy as np
@@ -18,8 +19,9 @@ from .. import frules, registry, runtime
 from .. import runtime as adj
 from ..runtime import calls as runtime_calls
 from ..frules import frule, linear
+from ..runtime.marks import marked
 
-linear(adj.filled_cotangents, adj.closure_cotangents, adj.prefixed_cotangents, adj.dropped_cotangents)
+linear(adj.filled_cotangents, adj.closure_cotangents, adj.prefixed_cotangents, adj.dropped_cotangents, adj.kept_cotangents)
 registry.non_differentiable(adj.calling)  # it makes a function
 
 
@@ -43,7 +45,7 @@ def closure_vjp_frule(primals, tangents, **kwargs):
         if reshape not in (None, adj.filled_cotangents):
             _refuse(fn)
         return _program_jvp(forward, args, dargs, adj.prefixed_cotangents, layout, kwargs, dfn)
-    if not isinstance(fn, types.FunctionType) or getattr(fn, "__adjoint_rrule__", None) is not None:
+    if not isinstance(fn, types.FunctionType) or marked(fn, "__adjoint_rrule__", None) is not None:
         _refuse(fn)
     if runtime_calls._defaulted(fn, args, kwargs):
         _refuse(fn, "a nested function whose float default values carry a derivative")
@@ -74,7 +76,7 @@ def method_vjp_frule(primals, tangents, **kwargs):
 def _checkpointed(fn):
     """The function an `adjoint.checkpoint` wraps (a method's, bound to its receiver), or `fn`."""
     function = fn.__func__ if isinstance(fn, types.MethodType) else fn
-    while getattr(function, "__adjoint_checkpoint_of__", None) is not None:
+    while marked(function, "__adjoint_checkpoint_of__", None) is not None:
         function = function.__adjoint_checkpoint_of__
     if isinstance(fn, types.MethodType):
         return fn if function is fn.__func__ else types.MethodType(function, fn.__self__)
@@ -85,7 +87,7 @@ def _plan(wrt, fn, args, dargs, dfn=None):
     """`(forward, args, dargs, reshape, layout)` for `adj.vjp(wrt, fn, *args)`: what it runs,
     and how its cotangents are laid out (`reshape` None: as they are). `dfn`, the tangent of
     `fn` (a closure's), is followed only into a Python function's own code."""
-    if getattr(fn, "__adjoint_rrule__", None) is not None:
+    if marked(fn, "__adjoint_rrule__", None) is not None:
         raise adj.RuleError(
             "a gradient called inside a function whose gradient is differentiated again is a third "
             "derivative, which adjoint does not compute yet"
@@ -112,7 +114,9 @@ def _plan(wrt, fn, args, dargs, dfn=None):
         _refuse(fn)
     forward = runtime._transform_hook(fn, wrt, args)
     if forward.__adjoint_arity__ != len(args):
-        _refuse(fn, "a function taking *args")
+        if fn.__code__.co_flags & inspect.CO_VARARGS:
+            _refuse(fn, "a function taking *args")
+        return forward, args, dargs, adj.kept_cotangents, len(args)  # parameters left to their defaults
     return forward, args, dargs, None, None
 
 

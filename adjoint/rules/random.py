@@ -18,6 +18,8 @@ maps a bound `rng.normal`, and `np.random.normal` (a method of NumPy's global `R
 to it. A name NumPy adds later is in neither list, so it is refused until it is sorted into one.
 """
 
+import random as pyrandom
+
 import numpy as np
 
 from ..registry import non_differentiable
@@ -70,3 +72,12 @@ def public_callables() -> list[tuple[str, object]]:
 
 
 non_differentiable(*(function for name, function in public_callables() if name in WITHOUT_GRADIENT))
+
+
+# Python's `random` module: its functions are methods of one hidden `random.Random`. Its draws
+# of ints and of uniforms in [0, 1) carry no gradient; those with float parameters (`gauss`,
+# `uniform`) and of a sequence's items (`choice`, `shuffle`) are refused when the parameters or
+# items carry one (`compiler.resolve` says how to write them).
+non_differentiable(*(getattr(pyrandom.Random, name) for name in (
+    "random", "getrandbits", "randint", "randrange", "randbytes", "seed", "getstate", "setstate",
+) if hasattr(pyrandom.Random, name)))

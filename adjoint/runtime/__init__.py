@@ -59,8 +59,11 @@ from .indexing import (
 from .building import construct_vjp, is_constructible
 from . import structs
 from .structs import Tangent, field_bar, item_bar
-from .nested import calling, closure_cotangents, dropped_cotangents, filled_cotangents, prefixed_cotangents, vjp_program
+from .nested import (
+    calling, closure_cotangents, dropped_cotangents, filled_cotangents, kept_cotangents, prefixed_cotangents, vjp_program,
+)
 from .gradient_mode import hooked
+from .marks import marked
 from .tangents import complete_tangent, holds_floats, tangent_like, tangent_or_zeros, zero_tangent
 from .forward_calls import closure_jvp, field_tangent, install_tangent_transformer, jvp, keywords_jvp, method_jvp
 from .linear import (
@@ -147,6 +150,7 @@ __all__ = [
     "closure_cotangents",
     "prefixed_cotangents",
     "dropped_cotangents",
+    "kept_cotangents",
     "calling",
     "hooked",
 ]
@@ -196,10 +200,10 @@ def vjp(wrt, fn, /, *args, **kwargs):
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
     bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
-    staged = None if bound else getattr(fn, "__adjoint_vjp__", None)
+    staged = None if bound else marked(fn, "__adjoint_vjp__", None)
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`)
         return staged(wrt, False, args, kwargs)
-    special = None if bound else getattr(fn, "__adjoint_rrule__", None)
+    special = None if bound else marked(fn, "__adjoint_rrule__", None)
     if special is not None:  # a derivative made by adjoint (`adjoint.grad(f)`), differentiated again
         value, pullback = special(*args, **kwargs)
         return value, zeros_for_none(pullback, args, wrt)
@@ -248,7 +252,7 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
             f"{instead}register a rule for np.ndarray.{fn.__name__} (it is called with the array first)"
         )
     inputs = (*receiver, *args)
-    carries_rules = callable(value) and getattr(value, "__adjoint_rrule__", None) is not None  # `adjoint.grad(f)`
+    carries_rules = callable(value) and marked(value, "__adjoint_rrule__", None) is not None  # `adjoint.grad(f)`
     container = isinstance(value, (tuple, list, dict)) or structs.is_struct(value)  # a namedtuple, a model
     if pullback is None or not (is_differentiable(value) or container or carries_rules):
         pullback = no_cotangents(len(inputs))  # an integer result (`dtype=int`) has no gradient

@@ -18,6 +18,7 @@ from .cotangents import RuleError, add, is_differentiable, zeros_like
 from .indexing import unpack_bar
 from .building import construct, is_constructible
 from .structs import fields_of, is_struct
+from .marks import marked
 
 
 def closure_vjp(wrt, fn, /, *args, **kwargs):
@@ -40,12 +41,12 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     from . import vjp, _transform_hook, zeros_for_none  # noqa: PLC0415  (the package imports this module)
 
     bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
-    staged = None if bound else getattr(fn, "__adjoint_vjp__", None)
+    staged = None if bound else marked(fn, "__adjoint_vjp__", None)
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`): the closure's cotangent first
         return staged(tuple(i - 1 for i in wrt if i > 0), 0 in wrt, args, kwargs) if 0 in wrt else _no_closure(
             staged(tuple(i - 1 for i in wrt if i > 0), False, args, kwargs)
         )
-    special = None if bound else getattr(fn, "__adjoint_rrule__", None)
+    special = None if bound else marked(fn, "__adjoint_rrule__", None)
     if special is not None:  # a gradient made by adjoint (of a function that may close over floats)
         value, pullback = special(*args, closure=0 in wrt, **kwargs)
         arg_wrt = tuple(i - 1 for i in wrt if i > 0)
@@ -196,7 +197,7 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     from . import _transform_hook  # noqa: PLC0415
 
     function = fn.__func__ if isinstance(fn, types.MethodType) else fn
-    if getattr(function, "__adjoint_checkpoint_of__", None) is not None:
+    if marked(function, "__adjoint_checkpoint_of__", None) is not None:
         raise RuleError(
             f"the differentiable values passed as {', '.join(f'`{k}=`' for k in keys)} cannot receive gradients "
             f"through the checkpointed `{getattr(fn, '__name__', fn)}`: pass them by position"
@@ -238,7 +239,7 @@ def _keywords_by_position(fn, count, keywords) -> list:
     skipped are filled in `keywords` with their defaults. For a primitive with a rule, those its
     rule and it both take by position (`Rule.movable_keywords`); empty for other callables."""
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
-    target = getattr(target, "__adjoint_checkpoint_of__", target)  # its parameters are the function's
+    target = marked(target, "__adjoint_checkpoint_of__", target)  # its parameters are the function's
     rule = registry.lookup(fn)
     if rule is not None:
         moved = rule.movable_keywords(count, list(keywords), keywords)

@@ -17,6 +17,7 @@ import numpy as np
 from .building import construct_jvp, is_constructible
 from .cotangents import RuleError
 from .tangents import holds_floats, zero_tangent
+from .marks import marked
 
 __all__ = ["jvp", "closure_jvp", "method_jvp", "keywords_jvp", "field_tangent", "install_tangent_transformer"]
 
@@ -45,7 +46,7 @@ def jvp(fn, primals, tangents, /, outermost=False, **kwargs):
     """
     from .. import frules, registry  # noqa: PLC0415  (they import this package)
 
-    special = None if isinstance(fn, types.MethodType) else getattr(fn, "__adjoint_frule__", None)
+    special = None if isinstance(fn, types.MethodType) else marked(fn, "__adjoint_frule__", None)
     if special is not None:  # (a bound method's function's rule takes the receiver first: below)
         return special(tuple(primals), tuple(tangents), **kwargs)
     if outermost and type(fn) is types.FunctionType and frules.lookup(fn) is None and registry.lookup(fn) is None:
@@ -96,7 +97,7 @@ def closure_jvp(fn, fn_tangent, primals, tangents, /, **kwargs):
     """
     if fn_tangent is None or isinstance(fn_tangent, dict) and not any(t is not None for t in fn_tangent.values()):
         return jvp(fn, primals, tangents, **kwargs)
-    special = None if isinstance(fn, types.MethodType) else getattr(fn, "__adjoint_frule__", None)
+    special = None if isinstance(fn, types.MethodType) else marked(fn, "__adjoint_frule__", None)
     if special is not None:  # a gradient of a closure: the closure's tangent comes along
         return special(tuple(primals), tuple(tangents), closure=fn_tangent, **kwargs)
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
@@ -257,5 +258,23 @@ def field_tangent(obj, tangent, name, value):
     if isinstance(getter, (property, functools.cached_property)):
         function = getter.fget if isinstance(getter, property) else getter.func
         return jvp(function, (obj,), (tangent,))[1]
-    part = tangent.get(name) if isinstance(tangent, dict) else getattr(tangent, name, None)
+    if isinstance(value, types.MethodType) and value.__self__ is obj:
+        return tangent  # `f = model.apply`: the method moves with its receiver
+    if isinstance(tangent, dict):
+        part = tangent.get(name)
+    elif _class_constant(obj, name):
+        part = None  # `self.scale` read from the class: the tangent's class has it too, unmoved
+    else:
+        part = getattr(tangent, name, None)
     return zero_tangent(value) if part is None else part
+
+
+def _class_constant(obj, name) -> bool:
+    """Whether `obj.name` is a plain value its class holds, not a field of the object."""
+    if obj is None or name in getattr(obj, "__dict__", ()):
+        return False
+    held = inspect.getattr_static(type(obj), name, _ABSENT)
+    return held is not _ABSENT and not hasattr(type(held), "__get__")
+
+
+_ABSENT = object()

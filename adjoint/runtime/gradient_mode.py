@@ -62,10 +62,27 @@ def hooked(fn, cotangent, value):
     replaced = fn(given)
     if replaced is None:
         return given
-    if isinstance(value, (np.ndarray, np.generic, float, complex)) and np.shape(replaced) != np.shape(value):
+    problem = _unlike(replaced, given)
+    if problem:
         raise RuleError(
-            f"the gradient hook {getattr(fn, '__qualname__', fn)} returned a cotangent of shape "
-            f"{np.shape(replaced)} for a value of shape {np.shape(value)}: return one shaped like the "
-            "cotangent it was given, or None to keep it"
+            f"the gradient hook {getattr(fn, '__name__', fn)} returned a cotangent {problem}: return one "
+            "shaped like the cotangent it was given, or None to keep it"
         )
     return replaced
+
+
+def _unlike(replaced, given, where="") -> str | None:
+    """How `replaced` differs in structure or shape from `given`, or None."""
+    if isinstance(given, (tuple, list)):
+        if not isinstance(replaced, (tuple, list)) or len(replaced) != len(given):
+            return f"that is not a {type(given).__name__} of {len(given)}{where}"
+        return next((p for i, (r, g) in enumerate(zip(replaced, given)) if (p := _unlike(r, g, f"{where}[{i}]"))), None)
+    if isinstance(given, dict):
+        if not isinstance(replaced, dict) or replaced.keys() != given.keys():
+            return f"without the keys {sorted(given)}{where}"
+        return next((p for k in given if (p := _unlike(replaced[k], given[k], f"{where}[{k!r}]"))), None)
+    if given is None or not hasattr(given, "shape") and not isinstance(given, (float, complex, int)):
+        return None  # a model's `Tangent`: its fields are the hook's to set
+    if np.shape(replaced) != np.shape(given):
+        return f"of shape {np.shape(replaced)} for one of shape {np.shape(given)}{' at ' + where if where else ''}"
+    return None

@@ -14,7 +14,8 @@ from __future__ import annotations
 import types
 
 __all__ = [
-    "vjp_program", "filled_cotangents", "closure_cotangents", "prefixed_cotangents", "dropped_cotangents", "calling",
+    "vjp_program", "filled_cotangents", "closure_cotangents", "prefixed_cotangents", "dropped_cotangents",
+    "kept_cotangents", "calling",
 ]
 
 
@@ -68,6 +69,16 @@ def prefixed_cotangents(cotangents, layout):
     (None, 1.0)
     """
     return (None, *(cotangents if layout is None else filled_cotangents(cotangents, layout)))
+
+
+def kept_cotangents(cotangents, layout):
+    """The first `layout` cotangents (those of the arguments a call passed: the parameters it
+    left to their defaults have theirs after them).
+
+    >>> kept_cotangents((1.0, 2.0, 3.0), 2)
+    (1.0, 2.0)
+    """
+    return tuple(cotangents)[:layout]
 
 
 def dropped_cotangents(cotangents, layout):

@@ -22,6 +22,7 @@ from .cotangents import (
 )
 from .structs import Tangent, is_namedtuple, is_struct, tangent_fields
 from .tangents import holds_floats
+from .marks import marked
 
 __all__ = [
     "zero_cotangent", "unbroadcast_transpose", "unbroadcast_float_transpose", "cotangent_like_transpose",
@@ -174,7 +175,7 @@ def vjp_forward(wrt, fn, args):
     from . import _transform_hook  # noqa: PLC0415
 
     if (
-        not isinstance(fn, types.FunctionType) or getattr(fn, "__adjoint_rrule__", None) is not None
+        not isinstance(fn, types.FunctionType) or marked(fn, "__adjoint_rrule__", None) is not None
         or registry.lookup(fn) is not None or registry.is_non_differentiable(fn) or _transform_hook is None
     ):
         raise RuleError(_refusal(fn))

@@ -338,3 +338,22 @@ def test_non_differentiable_as_a_call_returns_the_function():
 
     assert adjoint.non_differentiable(halved_rank) is halved_rank
     assert registry.is_non_differentiable(halved_rank)
+
+
+@adjoint.non_differentiable
+def accuracy(logits, labels):
+    """A metric of yours: it reads values the pullback needs, and changes none."""
+    return float(np.mean(np.argmax(logits, axis=1) == labels))
+
+
+def test_a_declared_metric_may_read_values_the_pullback_needs():
+    def loss(W, x, labels):
+        logits = x @ W
+        value = np.mean((logits - 1.0) ** 2)
+        return value, accuracy(logits, labels)
+
+    W, x, labels = np.eye(3) * 0.5, np.arange(12.0).reshape(4, 3) / 10, np.array([0, 1, 2, 0])
+    (value, acc), g = adjoint.value_and_grad(loss, has_aux=True)(W, x, labels)
+    check_grad(lambda W: loss(W, x, labels)[0], W)
+    np.testing.assert_allclose(g, adjoint.grad(lambda W: loss(W, x, labels)[0])(W))
+    assert acc == accuracy(x @ W, labels)

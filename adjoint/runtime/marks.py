@@ -1,0 +1,30 @@
+"""The marks adjoint leaves on the functions it makes (`adjoint.grad(f)`, `adjoint.checkpoint(f)`):
+their rules, and what they were made from, as `__adjoint_*__` attributes.
+
+`functools.wraps` copies a function's attributes onto its wrapper, so a decorator of yours around
+such a function would carry its marks without meaning them: a mark is read only from the object
+adjoint put it on, not from a wrapper that copied it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["marked"]
+
+
+def marked(fn, name: str, default=None):
+    """`fn`'s mark `name`, or `default` if it has none or copied it from the function it wraps.
+
+    >>> import functools
+    >>> def f(): pass
+    >>> f.__adjoint_rrule__ = "rule"
+    >>> wrapper = functools.wraps(f)(lambda: 2 * f())
+    >>> marked(f, "__adjoint_rrule__"), marked(wrapper, "__adjoint_rrule__")
+    ('rule', None)
+    """
+    value = getattr(fn, name, default)
+    if value is not default and value is getattr(getattr(fn, "__wrapped__", None), name, _NONE):
+        return default
+    return value
+
+
+_NONE = object()
