@@ -299,12 +299,15 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
 
 
 def _steps_a_value(stmt, facts) -> bool:
-    """Whether the user wrote the statement as `h = o.step(h, ...)`: a new value computed from
-    the one it replaces."""
+    """Whether the user wrote the statement as `h = o.step(h, ...)`, `h` carrying a derivative:
+    a new value computed from the one it replaces (the method is differentiated, so an update it
+    makes of the object is refused there)."""
     if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)):
         return False
     target = facts.user_name(stmt.targets[0].id)
-    return any(isinstance(a, gast.Name) and facts.user_name(a.id) == target for a in stmt.value.args)
+    return any(
+        isinstance(a, gast.Name) and a.id in facts.varied and facts.user_name(a.id) == target for a in stmt.value.args
+    )
 
 
 def _invariant_in_a_loop(name, index, facts) -> bool:
