@@ -32,7 +32,13 @@ def checked(rule_fn, primitives):
 
     def checked_back(pullback, value, args):
         def counted_pullback(cotangent):
-            cotangents = tuple(pullback(cotangent))
+            cotangents = pullback(cotangent)
+            if not isinstance(cotangents, (tuple, list)):
+                raise runtime.RuleError(
+                    f"the pullback of rule {rule_fn.__qualname__} returned a {type(cotangents).__name__}: return a "
+                    "tuple with one cotangent per positional argument, `(x_bar,)` for one"
+                )
+            cotangents = tuple(cotangents)
             missing = [i for i in range(len(cotangents), len(args)) if _carries_gradient(args[i])]
             if len(cotangents) > max(most, len(args)) or missing:
                 raise runtime.RuleError(

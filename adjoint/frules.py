@@ -154,6 +154,9 @@ def _check_shapes(tangent, value, rule_fn) -> None:
         )
 
 
+registry.non_differentiable(_check_shapes)  # a check: forward mode over a rule of yours runs it as it is
+
+
 def linear(*primitives, operands=(0,)):
     """Declare primitives linear, jointly, in the positional arguments `operands`: the tangent
     is the primitive applied to the operands' tangents (zeros for a constant float operand) and
@@ -320,7 +323,18 @@ def _transposed(primitive, reverse) -> ForwardRule:
                 f"adjoint has only a reverse rule for `{_name(primitive)}`, and cannot read its pullback "
                 f"to derive a forward one: register one with @adjoint.frule ({error.problems[0].message})"
             ) from None
-        directions = tuple(tangents[i] if i < len(tangents) else None for i in range(len(tuple(cotangents))))
+        if not isinstance(cotangents, (tuple, list)):
+            raise runtime.RuleError(
+                f"the pullback of the rule for `{_name(primitive)}` returned a {type(cotangents).__name__}: return a "
+                "tuple with one cotangent per positional argument, `(x_bar,)` for one"
+            )
+        count = len(cotangents)
+        if any(t is not None for t in tangents[count:]):
+            raise runtime.RuleError(
+                f"the pullback of the rule for `{_name(primitive)}` returned {count} cotangents for {len(primals)} "
+                "positional arguments: return one for each (None for one with none)"
+            )
+        directions = tuple(tangents[i] if i < len(tangents) else None for i in range(count))
         (tangent,) = back(directions)
         return value, runtime.tangent_like(tangent, value)
 

@@ -373,3 +373,35 @@ def test_hvp_through_a_helper_with_a_default_left_to_itself():
     direct = lambda W, x: np.sum(np.tanh(x @ W) ** 2)  # noqa: E731
     W, x, V = np.eye(3) * 0.5, SMALL, np.ones((3, 3))
     np.testing.assert_allclose(adjoint.hvp(loss, W, V, x), adjoint.hvp(direct, W, V, x), rtol=1e-12)
+
+
+def test_a_pullback_returning_no_tuple_or_too_few_is_refused_in_forward_mode_too():
+    def squared(x):
+        return x ** 2
+
+    @adjoint.rrule(squared)
+    def squared_rrule(x):
+        return squared(x), lambda g: 2 * x * g  # no tuple
+
+    def times(x, y):
+        return x * y
+
+    @adjoint.rrule(times)
+    def times_rrule(x, y):
+        return x * y, lambda g: (g * y,)  # forgets `y`
+
+    with pytest.raises(adjoint.AdjointError, match="returned a float: return a tuple"):
+        adjoint.grad(lambda x: squared(x))(3.0)
+    with pytest.raises(adjoint.AdjointError, match="returned a float: return a tuple"):
+        adjoint.jvp(lambda x: squared(x), (3.0,), (1.0,))
+    with pytest.raises(adjoint.AdjointError, match="returned 1 cotangents for 2"):
+        adjoint.jvp(lambda y: times(3.0, y), (2.0,), (1.0,))
+    assert adjoint.jvp(lambda x: times(x, 2.0), (3.0,), (1.0,)) == (6.0, 2.0)
+
+
+def test_a_gradient_or_checkpoint_under_functools_lru_cache():
+    import functools
+
+    g = lambda x: x ** 3  # noqa: E731
+    cached_gradient = functools.lru_cache(adjoint.grad(g))
+    assert adjoint.grad(lambda x: cached_gradient(x) * 1.0)(2.0) == pytest.approx(12.0)

@@ -8,12 +8,11 @@ whose code adjoint does not read, may update its arguments.
 
 from __future__ import annotations
 
-import dataclasses
 import types
 
 from ..errors import AdjointError, TransformError
 from . import annotations as anno
-from . import resolve
+from . import purity, resolve
 
 
 MUTATING_METHODS = {
@@ -35,23 +34,21 @@ _UPDATING_PREFIXES = ("set_", "update_", "reset_", "refill", "push_", "add_", "f
 
 
 def user_non_differentiable(callee) -> bool:
-    """A function the user declared non-differentiable that may update its arguments: one whose
-    code adjoint cannot read, or reads and finds updating one (a metric or a log reading a value
-    the pullback needs is fine)."""
+    """A function the user declared non-differentiable that may update its arguments: any but one
+    whose code visibly reads them only (`purity`: a metric or a log reading a value the pullback
+    needs is fine)."""
     if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
         return False
     module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__  # ufuncs of older NumPy have none
     if module.split(".")[0] in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}:
         return False
-    if isinstance(callee.obj, types.FunctionType):
-        return updates_its_arguments(dataclasses.replace(callee, kind=resolve.PYTHON)) is not False
-    return True
+    return not (isinstance(callee.obj, types.FunctionType) and purity.reads_only(callee.obj))
 
 
 def leaves_its_arguments(callee) -> bool:
-    """A function of yours known, from its transform, to update none of its arguments: calling it
-    for its effect (a print, a log) runs it plainly."""
-    return callee is not None and callee.kind == resolve.PYTHON and updates_its_arguments(callee) is False
+    """A function of yours that visibly updates none of its arguments (`purity`): calling it for
+    its effect (a print, a log) runs it plainly."""
+    return callee is not None and callee.kind == resolve.PYTHON and purity.reads_only(callee.obj)
 
 
 def updates_its_arguments(callee):

@@ -54,7 +54,6 @@ class _Facts:
     numbers: set[str]  # names certainly holding numbers or arrays (`kinds.certain_numbers`)
     modules: set[str]  # free names bound to modules (`np` is not updated by `np.random.shuffle`)
     global_arrays: set[str]  # locals holding a module-level array the forward pass read
-    user_name: object = str  # how the user wrote a name (`ctx.user_name`)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -73,7 +72,6 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         chains=chains,
         arms=arms,
         statements=body,
-        user_name=ctx.user_name,
         immutable=_immutable(node.body, body),
         numbers=numbers,
         modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
@@ -125,7 +123,7 @@ def _problem(stmt, index, facts: _Facts, ctx):
         if any(facts.first_read.get(n, index) < index for n in facts.aliases.classes.get(updated, {updated})):
             shown = ctx.user_name(updated)
             return (value, f"this updates `{shown}` after a differentiated operation used it, so the "
-                    "pullback would see the updated values", f"update a copy instead, or update `{shown}` before it is used")
+                    "pullback would see the updated values", _after_use_hint(value, shown))
     callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
     if callee is not None and ctx.mode == "reverse" and isinstance(stmt, gast.Assign) and set(_stored(stmt)) & set(facts.first_read) and (
         effects.updates_its_arguments(callee)
@@ -281,11 +279,10 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     method_name = (syntax.dotted(value.func) or "").rsplit(".", 1)[-1]
     effect_only = _only_for_effect(stmt, facts.loaded)
     # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
-    # `o` anew, a later iteration would update what an earlier one returned. One given values to
-    # compute with (`h = self.step(h)`, a recurrent cell) is taken to return a new one.
+    # `o` anew, a later iteration would update what an earlier one returned
     object_method = (
         receiver not in facts.numbers and effects.sounds_like_an_update(method_name) and index is not None
-        and not _steps_a_value(stmt, facts) and _invariant_in_a_loop(receiver, index, facts)
+        and _invariant_in_a_loop(receiver, index, facts)
     )
     if receiver and receiver not in facts.modules and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
@@ -298,24 +295,24 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     return updated - facts.immutable
 
 
-def _steps_a_value(stmt, facts) -> bool:
-    """Whether the user wrote the statement as `h = o.step(h, ...)`, `h` carrying a derivative:
-    a new value computed from the one it replaces (the method is differentiated, so an update it
-    makes of the object is refused there)."""
-    if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)):
-        return False
-    target = facts.user_name(stmt.targets[0].id)
-    return any(
-        isinstance(a, gast.Name) and a.id in facts.varied and facts.user_name(a.id) == target for a in stmt.value.args
-    )
-
-
 def _invariant_in_a_loop(name, index, facts) -> bool:
     """Whether statement `index` is in a loop that neither binds nor assigns `name`."""
     if name in facts.aliases.loop_items:
         return False
     definitions = [i for i, s in enumerate(facts.statements) if s in facts.aliases.definitions.get(name, [])]
     return any(not any(first <= d <= last for d in definitions) for first, last in facts.chains[index])
+
+
+def _after_use_hint(value, shown) -> str:
+    hint = f"update a copy instead, or update `{shown}` before it is used"
+    method = value.func.attr if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) else ""
+    if effects.sounds_like_an_update(method) and method not in effects.MUTATING_METHODS:
+        hint += f" (adjoint takes a method named `{method}` to update its object: if it does not, rename it)"
+    callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
+    if callee is not None and callee.kind == resolve.NON_DIFFERENTIABLE:
+        hint += (f" (`{callee.text}` is declared non-differentiable, and its code is not visibly free of updates "
+                 "of its arguments: adjoint takes it to update them)")
+    return hint
 
 
 def _effect_hint(call) -> str:

@@ -8,6 +8,8 @@ adjoint put it on, not from a wrapper that copied it.
 
 from __future__ import annotations
 
+import types
+
 __all__ = ["marked"]
 
 
@@ -22,9 +24,9 @@ def marked(fn, name: str, default=None):
     ('rule', None)
     """
     value = getattr(fn, name, default)
-    if value is not default and value is getattr(getattr(fn, "__wrapped__", None), name, _NONE):
-        return default
-    return value
+    copied = value is not default and value is getattr(getattr(fn, "__wrapped__", None), name, _NONE)
+    # a Python wrapper's code is what it means; a compiled one (`functools.lru_cache`) only calls
+    return default if copied and isinstance(fn, types.FunctionType) else value
 
 
 _NONE = object()

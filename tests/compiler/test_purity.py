@@ -1,0 +1,90 @@
+"""compiler.purity: a function of yours counts as reading its arguments only when nothing in its
+code could write to them; what it reads only may run as it is inside differentiated code after a
+value the pullback needs, anything else is refused there."""
+
+import logging
+import operator
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint.compiler.purity import reads_only
+
+log = logging.getLogger("adjoint.tests.purity")
+
+
+def share(logits, labels):
+    return float(np.mean(np.argmax(logits, axis=1) == labels))
+
+
+def report(y):
+    log.debug("mean %s", y.mean())
+    print(f"{np.max(y):.3f}", len(y))
+
+
+def clip_out(y):
+    np.clip(y, -0.5, 0.5, out=y)
+
+
+def zero_loop(y):
+    for i in range(len(y)):
+        y[i] = 0.0
+
+
+def copy_into(y):
+    np.copyto(y, 0.0)
+
+
+def multiply_positionally(y):
+    np.multiply(y, 0.0, y)
+
+
+def in_place(y):
+    y *= 0.0
+
+
+def through_operator(y):
+    operator.imul(y, 0.0)
+
+
+def through_a_method(y):
+    y.fill(0.0)
+
+
+def through_a_helper(y):
+    zero_loop(y)
+
+
+@pytest.mark.parametrize("fn", [share, report])
+def test_functions_that_read_only(fn):
+    assert reads_only(fn)
+
+
+@pytest.mark.parametrize("fn", [clip_out, zero_loop, copy_into, multiply_positionally, in_place, through_operator,
+                                through_a_method, through_a_helper])
+def test_functions_that_may_write(fn):
+    assert not reads_only(fn)
+
+
+@pytest.mark.parametrize("helper", [clip_out, zero_loop, copy_into, through_a_helper])
+def test_a_helper_writing_a_value_the_pullback_needs_is_refused(helper):
+    def loss(x):
+        y = np.sin(x)
+        z = y * y
+        helper(y)
+        return np.sum(z)
+
+    with pytest.raises(adjoint.TransformError, match="this updates `y` after a differentiated operation used it"):
+        adjoint.grad(loss)(np.array([0.6, 1.4]))
+
+
+def test_a_helper_reading_a_value_the_pullback_needs_runs():
+    def loss(x):
+        y = np.sin(x)
+        z = y * y
+        report(y)
+        return np.sum(z)
+
+    x = np.array([0.6, 1.4])
+    np.testing.assert_allclose(adjoint.grad(loss)(x), 2 * np.sin(x) * np.cos(x))
