@@ -106,7 +106,7 @@ class CallAdjoints:
             return
         rule_name = self.ctx.inject(rule.rrule, getattr(rule.rrule, "__name__", "rrule"))
         call = syntax.call(syntax.name(rule_name), args, keywords)
-        self._call_with_pullback(stmt, target, call, args, text)
+        self._call_with_pullback(stmt, target, call, args, text, value=syntax.subscript(call, 0))
 
     def _vjp_call(self, stmt, target, call, callee):
         """`adj.vjp(wrt, f, *args)`; a local function that closes over differentiable values
@@ -228,11 +228,18 @@ class CallAdjoints:
                 return before
         return None
 
-    def _call_with_pullback(self, stmt, target, call, args, text, unvaried=None):
+    def _call_with_pullback(self, stmt, target, call, args, text, unvaried=None, value=None):
+        """`target, pullback = call` and the pullback's call in the adjoint; with no operand that
+        varies (a value varied only on another path: `if c: h = f(k)`), the plain call, or
+        `value` (a rule's: its value is the one used)."""
+        active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
+        if not active and not self.ctx.implicit:
+            plain = stmt if value is None else anno.copy_origin(stmt, syntax.assign(syntax.store(target), value))
+            self.forward.append(plain)
+            return
         pullback = self.ctx.namer.new(f"{text.rsplit('.', 1)[-1]}_pullback")
         pair = syntax.tuple_([syntax.store(target), syntax.store(pullback)], syntax.STORE)
         self.forward.append(anno.copy_origin(stmt, syntax.assign(pair, call)))
-        active = [i for i, a in enumerate(args) if isinstance(a, gast.Name) and a.id in self.varied]
         names = []  # the cotangents' name, made once however often the block is written
 
         def make(bar):

@@ -424,3 +424,24 @@ def sum_of_squares_by_fsum(x):
 
 def test_math_fsum_and_prod_consume_a_generator():
     check_grad(sum_of_squares_by_fsum, np.array([0.2, 0.5, 0.9]))
+
+
+def sine_of(x, M):
+    return np.sin(M @ x)
+
+
+def varied_on_one_path(a, W):
+    h = W @ adjoint.stop_gradient(a)
+    if np.sum(a) > 0.0:
+        h = sine_of(h, W)  # `h` carries no derivative here, only on the other path
+    else:
+        h = h + a
+    return h @ a
+
+
+def test_a_call_with_no_varied_operand_on_its_path_is_a_plain_call():
+    a, W = np.array([0.3, -0.2]), np.array([[0.5, 0.1], [-0.3, 0.8]])
+    code = adjoint.source(varied_on_one_path, wrt=0)
+    assert "h_1 = sine_of(h, W)" in code and "sine_of_pullback" not in code
+    np.testing.assert_allclose(adjoint.hvp(varied_on_one_path, a, np.ones(2), W), np.zeros(2))
+    np.testing.assert_allclose(adjoint.grad(varied_on_one_path)(a, W), np.sin(W @ W @ a))  # `h` held still
