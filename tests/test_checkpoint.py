@@ -337,3 +337,18 @@ def test_a_recurrent_cell_and_a_method_named_like_an_update():
     check_grad(lambda cell, h: np.sum(cell(h) ** 2), Cell(W3), h3)
     with pytest.raises(adjoint.TransformError, match="a method named `step` to update its object: if it does not, rename"):
         adjoint.grad(lambda cell, h: np.sum(cell.stepped(h) ** 2))(Cell(W3), h3)
+
+
+def test_a_checkpointed_call_whose_result_goes_unused_and_keyword_only_parameters():
+    def loss(W, h):
+        unused = checkpointed_step(h, W)  # noqa: F841  (a dead store: no effect to refuse)
+        return np.sum(step(h, W) ** 2)
+
+    check_grad(loss, W3, h3)
+
+    @adjoint.checkpoint
+    def keyword_only(h, *, W):
+        return np.tanh(W @ h)
+
+    with pytest.raises(adjoint.AdjointError, match="keyword-only parameters carry no gradients yet"):
+        adjoint.grad(lambda W, h: np.sum(keyword_only(h, W=W)))(W3, h3)

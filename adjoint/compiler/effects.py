@@ -11,6 +11,7 @@ from __future__ import annotations
 import types
 
 from ..errors import AdjointError, TransformError
+from ..runtime.marks import marked
 from . import annotations as anno
 from . import purity, resolve
 
@@ -46,9 +47,12 @@ def user_non_differentiable(callee) -> bool:
 
 
 def leaves_its_arguments(callee) -> bool:
-    """A function of yours that visibly updates none of its arguments (`purity`): calling it for
-    its effect (a print, a log) runs it plainly."""
-    return callee is not None and callee.kind == resolve.PYTHON and purity.reads_only(callee.obj)
+    """A function of yours (or one `adjoint.checkpoint` wraps) that visibly updates none of its
+    arguments (`purity`): calling it for its effect (a print, a log) runs it plainly."""
+    if callee is None or callee.kind not in (resolve.PYTHON, resolve.DYNAMIC) or callee.obj is None:
+        return False
+    function = callee.obj if callee.kind == resolve.PYTHON else marked(callee.obj, "__adjoint_checkpoint_of__")
+    return isinstance(function, types.FunctionType) and purity.reads_only(function)
 
 
 def updates_its_arguments(callee):

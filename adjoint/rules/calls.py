@@ -47,8 +47,13 @@ def closure_vjp_frule(primals, tangents, **kwargs):
         return _program_jvp(forward, args, dargs, adj.prefixed_cotangents, layout, kwargs, dfn)
     if not isinstance(fn, types.FunctionType) or marked(fn, "__adjoint_rrule__", None) is not None:
         _refuse(fn)
-    if runtime_calls._defaulted(fn, args, kwargs):
-        _refuse(fn, "a nested function whose float default values carry a derivative")
+    defaulted = runtime_calls._defaulted(fn, args, kwargs)
+    if defaulted:
+        names = ", ".join(f"`{name}`" for name in defaulted.values())
+        raise adj.RuleError(
+            f"adjoint cannot take a second derivative through `{fn.__name__}`, a nested function left to its "
+            f"float default values ({names}) yet: pass them explicitly in the call"
+        )
     captured = runtime_calls.captured_names(fn)
     if any(runtime_calls._cell(fn, name) is fn for name in captured):
         _refuse(fn, "a recursive closure")

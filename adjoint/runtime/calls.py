@@ -200,7 +200,8 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     if marked(function, "__adjoint_checkpoint_of__", None) is not None:
         raise RuleError(
             f"the differentiable values passed as {', '.join(f'`{k}=`' for k in keys)} cannot receive gradients "
-            f"through the checkpointed `{getattr(fn, '__name__', fn)}`: pass them by position"
+            f"through the checkpointed `{getattr(fn, '__name__', fn)}`: pass them by position (keyword-only "
+            "parameters carry no gradients yet: make them ordinary parameters)"
         )
     if not (isinstance(function, types.FunctionType) and function.__code__.co_flags & inspect.CO_VARKEYWORDS):
         raise RuleError(
