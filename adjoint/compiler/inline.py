@@ -247,7 +247,7 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
             raise _NotInlinable
         found[name] = free_name(fn, name)
     for call in (n for n in gast.walk(node) if isinstance(n, gast.Call)):
-        callee = user_rules.evaluate(call.func, namespace)
+        callee = syntax.evaluate_dotted(call.func, namespace)
         anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
         if isinstance(callee, np.ufunc) or callee is np.where:
             anno.set_(call, anno.FOLDABLE, anno.Ref(callee))

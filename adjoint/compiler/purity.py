@@ -66,12 +66,12 @@ def _reads(node, namespace) -> bool:
         return False
     func = node.func
     if isinstance(func, gast.Attribute):
-        owner = _value(func.value, namespace)
+        owner = syntax.evaluate_dotted(func.value, namespace)
         if isinstance(owner, types.ModuleType):
             reading = owner.__name__.split(".")[0] in _READING_MODULES and func.attr not in _WRITING_FUNCTIONS
             return reading and not _writes_positionally(getattr(owner, func.attr, None), node)
         return func.attr in _READING_METHODS or isinstance(owner, logging.Logger)
-    callee = _value(func, namespace)
+    callee = syntax.evaluate_dotted(func, namespace)
     module = getattr(callee, "__module__", None) or ("numpy" if isinstance(callee, np.ufunc) else "")
     reading = module.split(".")[0] in _READING_MODULES and getattr(callee, "__name__", "") not in _WRITING_FUNCTIONS
     return callable(callee) and reading and not _writes_positionally(callee, node)
@@ -80,15 +80,3 @@ def _reads(node, namespace) -> bool:
 def _writes_positionally(callee, call) -> bool:
     """A ufunc given its output array by position (`np.multiply(y, 0, y)`)."""
     return isinstance(callee, np.ufunc) and len(call.args) > callee.nin
-
-
-def _value(expr, namespace):
-    """What a name or dotted name in the function refers to, or None (a local, an expression)."""
-    text = syntax.dotted(expr)
-    if text is None:
-        return None
-    head, *rest = text.split(".")
-    value = namespace.get(head)
-    for part in rest:
-        value = getattr(value, part, None)
-    return value

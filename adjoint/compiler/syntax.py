@@ -150,6 +150,19 @@ def dotted(node) -> str | None:
     return ".".join(reversed(parts))
 
 
+def evaluate_dotted(expr, namespace):
+    """What a name or dotted name (`np.linalg.inv`) means in `namespace`, or None (a local, an
+    expression, or a name it does not hold)."""
+    text = dotted(expr)
+    if text is None:
+        return None
+    head, *rest = text.split(".")
+    value = namespace.get(head)
+    for part in rest:
+        value = getattr(value, part, None)
+    return value
+
+
 def root_name(node) -> str | None:
     """The name at the root of an attribute chain (`np` in `np.linalg.inv`)."""
     while isinstance(node, gast.Attribute):

@@ -30,18 +30,6 @@ def inlinable(rule_fn, primitive, value, pullback, results, assigned, global_obj
     )
 
 
-def evaluate(expr, namespace):
-    """What a dotted name (`np.sin`) in a rule means, given its free names, or None."""
-    text = syntax.dotted(expr)
-    if text is None:
-        return None
-    head, *rest = text.split(".")
-    obj = namespace.get(head)
-    for part in rest:
-        obj = getattr(obj, part, None)
-    return obj
-
-
 def reads_items(pullback, cotangent) -> bool:
     """Whether a pullback reads items or fields of its cotangent (`g[0]`, `g.mean`): a tuple's
     or an object's cotangent may hold None for an unused part, which only the called rule fills."""
@@ -55,7 +43,7 @@ def computes_primitive(value, rule_fn, primitive, global_objects) -> bool:
     """Whether a rule's value is literally its primitive called on the rule's parameters, each
     passed once, in order or by its own name (`f(x, w=w)`), the rule's parameters being the
     primitive's (names, kinds, defaults): then the user's `f(x)` is the rule's `f(x, w=1.0)`."""
-    if not isinstance(value, gast.Call) or evaluate(value.func, global_objects) is not primitive:
+    if not isinstance(value, gast.Call) or syntax.evaluate_dotted(value.func, global_objects) is not primitive:
         return False
     params = list(inspect.signature(rule_fn).parameters)
     passed = [a.id if isinstance(a, gast.Name) else None for a in value.args]
