@@ -10,13 +10,13 @@ function, and a checkpointed function keeps only its inputs and runs again in th
 from __future__ import annotations
 
 import functools
-import random
 import types
 
 import numpy as np
 
 from . import arguments, runtime, tree
 from .errors import AdjointError
+from .random_states import moved, random_states, restore_random_states, state_of
 from .runtime.gradient_mode import within_gradient
 from .runtime.marks import marked
 
@@ -134,10 +134,10 @@ def _checkpoint_vjp(fn, replayed, wrt, closure, args, kwargs):
     holders = (*_bound_parts(fn), *args, *kwargs.values())
     before = replayed(holders, {})
     value = fn(*args, **kwargs)  # run as it is: nothing kept for a pullback
-    draws = _moved(before, replayed(holders, {}))  # the generators it drew from, as they were
+    draws = moved(before, replayed(holders, {}))  # the generators it drew from, as they were
 
     def checkpoint_pullback(g):
-        now = [(generator, _state(generator)) for generator, _ in draws]
+        now = [(generator, state_of(generator)) for generator, _ in draws]
         restore_random_states(draws)
         try:
             again, pullback = run()
@@ -169,75 +169,6 @@ def _described(fn) -> str:
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     return f"`{name}`" + (f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else "")
-
-
-def _moved(before, after) -> list:
-    """The `(generator, state before)` of the generators whose state changed."""
-    return [(generator, state) for (generator, state), (_, now) in zip(before, after) if not _same_state(state, now)]
-
-
-def _same_state(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def _state(generator):
-    if generator is np.random:
-        return np.random.get_state()
-    if generator is random or isinstance(generator, random.Random):
-        return _packed(generator.getstate())
-    if isinstance(generator, np.random.BitGenerator):
-        return generator.state
-    return generator.get_state()
-
-
-def random_states(args, kwargs, globally=True) -> list:
-    """`(generator, state)` for each generator among the arguments (in containers and objects
-    too), and `globally` for NumPy's global generator and Python's `random` (also for
-    `adjoint.testing`, which replays draws). States are kept compactly: one is held per call."""
-    generators = [np.random, random] if globally else []
-    for generator in _generators((*args, *kwargs.values()), set(), depth=3):
-        generators.append(generator.bit_generator if isinstance(generator, np.random.Generator) else generator)
-    return [(generator, _state(generator)) for generator in generators]
-
-
-def _generators(values, seen, depth):
-    for value in values:
-        if isinstance(value, (np.random.Generator, np.random.RandomState, random.Random)):
-            yield value
-        elif depth and id(value) not in seen and not isinstance(value, (np.ndarray, str, bytes, int, float)):
-            seen.add(id(value))
-            if isinstance(value, (tuple, list)):
-                yield from _generators(value, seen, depth - 1)
-            elif isinstance(value, dict):
-                yield from _generators(value.values(), seen, depth - 1)
-            elif hasattr(value, "__dict__") and not isinstance(value, _NOT_HOLDERS):
-                yield from _generators(vars(value).values(), seen, depth - 1)
-
-
-_NOT_HOLDERS = (types.FunctionType, types.MethodType, types.ModuleType, type)
-
-
-def _packed(state):
-    """Python's `random` state with its 625 ints in an array (2.5 KB, not 24 KB)."""
-    version, internal, gauss = state
-    return version, np.array(internal, dtype=np.uint32), gauss
-
-
-def restore_random_states(states) -> None:
-    for generator, state in states:
-        if generator is random or isinstance(generator, random.Random):
-            version, internal, gauss = state
-            generator.setstate((version, tuple(internal.tolist()), gauss))
-        elif isinstance(generator, np.random.BitGenerator):
-            generator.state = state
-        else:
-            generator.set_state(state)
 
 
 def _same(a, b) -> bool:

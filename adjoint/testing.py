@@ -15,7 +15,7 @@ import copy
 
 import numpy as np
 
-from . import api, frules, registry, runtime, steering, trainable, tree
+from . import api, frules, random_states, registry, runtime, trainable, tree
 from .runtime import structs
 from .runtime.gradient_mode import differentiating
 
@@ -272,7 +272,7 @@ def _as_differentiated(f, args, kwargs):
     and the generators (global, and among the arguments) drawing what they drew for the
     derivative."""
     if _draws:
-        steering.restore_random_states(_draws[-1])
+        random_states.restore_random_states(_draws[-1])
     with differentiating():
         return f(*copy.deepcopy(args), **kwargs)
 
@@ -284,7 +284,7 @@ _draws: list = []  # while a check runs: the random states it started with
 def _same_draws(args, kwargs):
     """Every call in the block starts from the states the global generators, and generators
     among the arguments, had at its start."""
-    _draws.append(steering.random_states(args, kwargs))
+    _draws.append(random_states.random_states(args, kwargs))
     try:
         yield
     finally:
