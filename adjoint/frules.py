@@ -329,7 +329,7 @@ def _transposed(primitive, reverse) -> ForwardRule:
                 "tuple with one cotangent per positional argument, `(x_bar,)` for one"
             )
         count = len(cotangents)
-        if any(t is not None for t in tangents[count:]):
+        if any(t is not None and np.any(t) for t in tangents[count:] if runtime.is_differentiable(t) or t is None):
             raise runtime.RuleError(
                 f"the pullback of the rule for `{_name(primitive)}` returned {count} cotangents for {len(primals)} "
                 "positional arguments: return one for each (None for one with none)"

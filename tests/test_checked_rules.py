@@ -405,3 +405,35 @@ def test_a_gradient_or_checkpoint_under_functools_lru_cache():
     g = lambda x: x ** 3  # noqa: E731
     cached_gradient = functools.lru_cache(adjoint.grad(g))
     assert adjoint.grad(lambda x: cached_gradient(x) * 1.0)(2.0) == pytest.approx(12.0)
+
+
+def test_a_class_wrapping_a_gradient_with_update_wrapper_is_not_taken_for_it():
+    import functools
+
+    class Twice:
+        def __init__(self, f):
+            functools.update_wrapper(self, f)  # copies adjoint's marks onto the instance
+            self.f = f
+
+        def __call__(self, *args):
+            return 2.0 * self.f(*args)
+
+    twice = Twice(adjoint.grad(lambda x: np.sum(np.sin(x) ** 2)))
+    x = np.array([0.4, 1.1])
+    try:
+        g = adjoint.grad(lambda x: np.sum(twice(x)))(x)
+    except adjoint.AdjointError:
+        return  # refused is fine; a wrong value is not
+    np.testing.assert_allclose(g, 2.0 * 2.0 * np.cos(2 * x))
+
+
+def test_a_derived_forward_rule_accepts_a_zero_tangent_for_an_argument_without_a_cotangent():
+    def scale(x, a):
+        return x * a
+
+    @adjoint.rrule(scale)
+    def scale_rrule(x, a):
+        return x * a, lambda g: (g * a,)  # `a` is never differentiated here
+
+    _, tangent = adjoint.jvp(scale, (np.ones(2), np.array(2.0)), (np.ones(2), np.array(0.0)))
+    np.testing.assert_allclose(tangent, [2.0, 2.0])

@@ -81,6 +81,9 @@ _CHECKING: set = set()  # the code objects whose in-place updates are being chec
 
 
 def may_update_globals(call) -> bool:
-    """A call of your own Python code (which may update a module-level array)."""
+    """A call of your own Python code (which may update a module-level array), declared
+    non-differentiable too unless it visibly reads only."""
     callee = anno.get(call, anno.CALLEE)
-    return callee is not None and callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method
+    return callee is not None and (
+        callee.kind in (resolve.PYTHON, resolve.DYNAMIC) and not callee.method or user_non_differentiable(callee)
+    )

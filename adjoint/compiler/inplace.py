@@ -120,7 +120,7 @@ def _problem(stmt, index, facts: _Facts, ctx):
     """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
     value = getattr(stmt, "value", None)
     for updated in sorted(_updated_by(stmt, facts, index)) if ctx.mode == "reverse" else ():  # named as the user wrote it
-        if any(facts.first_read.get(n, index) < index for n in facts.aliases.classes.get(updated, {updated})):
+        if any(facts.first_read.get(n, index) < index for n in _reached_through(updated, facts)):
             shown = ctx.user_name(updated)
             return (value, f"this updates `{shown}` after a differentiated operation used it, so the "
                     "pullback would see the updated values", _after_use_hint(value, shown))
@@ -287,7 +287,8 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     if receiver and receiver not in facts.modules and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
-    arguments = {a.id for a in value.args + [k.value for k in value.keywords] if isinstance(a, gast.Name)}
+    # the names it is given, also inside a list, tuple or dict it is given (`f([y])`, `f(*ys)`)
+    arguments = set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
     if effect_only and not pure and not effects.leaves_its_arguments(callee) or effects.user_non_differentiable(callee) or (
         effects.updates_its_arguments(callee)
     ):
@@ -301,6 +302,17 @@ def _invariant_in_a_loop(name, index, facts) -> bool:
         return False
     definitions = [i for i, s in enumerate(facts.statements) if s in facts.aliases.definitions.get(name, [])]
     return any(not any(first <= d <= last for d in definitions) for first, last in facts.chains[index])
+
+
+def _reached_through(name, facts) -> set[str]:
+    """The names whose arrays an update through `name` may reach: its aliases, and for a
+    container (`[y]` given to a function), what any container holds."""
+    known = facts.aliases
+    reached = set(known.classes.get(name, {name}))
+    if reached & known.holders:
+        for item in known.contained:
+            reached |= known.classes.get(item, {item})
+    return reached
 
 
 def _after_use_hint(value, shown) -> str:

@@ -25,19 +25,27 @@ import numpy as np
 
 from . import syntax
 
-# Methods that return a new value and leave their receiver (arrays' and strings' among them).
+# Methods that return a new value and leave their receiver; those marked take `out` after one
+# positional argument, so they may be given at most one.
 _READING_METHODS = {
-    "mean", "sum", "max", "min", "std", "var", "prod", "argmax", "argmin", "argsort", "copy", "astype",
-    "reshape", "ravel", "flatten", "item", "tolist", "dot", "round", "any", "all", "cumsum", "cumprod",
-    "transpose", "squeeze", "nonzero", "conj", "get", "keys", "values", "items", "format", "join",
-    "startswith", "endswith", "lower", "upper", "strip", "split", "replace", "count", "index",
+    "copy", "astype", "reshape", "ravel", "flatten", "item", "tolist", "transpose", "squeeze", "nonzero", "conj",
+    "argsort", "get", "keys", "values", "items", "format", "join", "startswith", "endswith", "lower", "upper",
+    "strip", "split", "replace", "count", "index",
 }
-_WRITING_FUNCTIONS = {"copyto", "put", "place", "putmask", "fill_diagonal", "shuffle", "setitem", "delitem"}
-_READING_MODULES = {"numpy", "math", "builtins", "logging", "time"}
+_METHODS_WITH_OUT = {"mean", "sum", "max", "min", "std", "var", "prod", "argmax", "argmin", "cumsum", "cumprod",
+                     "round", "any", "all", "dot"}
+_BUILTINS = {
+    "len", "float", "int", "bool", "str", "repr", "print", "abs", "min", "max", "sum", "round", "range", "enumerate",
+    "zip", "isinstance", "list", "tuple", "dict", "set", "frozenset", "any", "all", "sorted", "reversed", "format",
+    "hash", "id", "type", "map", "filter", "divmod", "pow", "complex",
+}
+_NUMPY_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "shuffle"}
 
 
 def reads_only(fn) -> bool:
-    """Whether `fn`, a Python function, visibly updates none of the values it is given.
+    """Whether `fn`, a Python function, visibly updates none of the values it is given: it
+    calls only NumPy, `math`, logging and a few builtins (no `out`, by keyword or position),
+    reads methods of its values that return new ones, and stores only into its own names.
 
     >>> import numpy as np
     >>> def positive_share(logits):
@@ -47,36 +55,86 @@ def reads_only(fn) -> bool:
     >>> reads_only(positive_share), reads_only(clip_)
     (True, False)
     """
+    if not isinstance(fn, types.FunctionType) or hasattr(fn, "__wrapped__"):
+        return False  # a decorated function's source is not the code that runs
     try:
         node = syntax.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
         return False
-    namespace = {**vars(builtins), **fn.__globals__}
-    return all(_reads(n, namespace) for n in gast.walk(node))
+    if not isinstance(node, gast.FunctionDef):
+        return False
+    node.decorator_list = []  # `fn` is what they returned, and its code is this `def`
+    local = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    local |= set(fn.__code__.co_freevars)
+    namespace = {k: v for k, v in {**vars(builtins), **fn.__globals__}.items() if k not in local}
+    called = {id(n.func) for n in gast.walk(node) if isinstance(n, gast.Call)}
+    return all(_reads(n, namespace, local, id(n) in called) for n in gast.walk(node))
 
 
-def _reads(node, namespace) -> bool:
+def _reads(node, namespace, local, is_called) -> bool:
     if isinstance(node, (gast.AugAssign, gast.Delete)):
         return False
     if isinstance(node, (gast.Subscript, gast.Attribute)) and isinstance(node.ctx, (gast.Store, gast.Del)):
         return False
-    if not isinstance(node, gast.Call):
+    if isinstance(node, gast.Call):
+        return not any(k.arg == "out" for k in node.keywords) and _reading_call(node, namespace, local)
+    if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and not is_called:
+        value = namespace.get(node.id)  # a function passed as a value (`map(np.copyto, ...)`)
+        return node.id in local or not callable(value) or isinstance(value, type) or _reading_function(value, node.id)
+    if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Load) and not is_called:
+        value = syntax.evaluate_dotted(node, namespace)
+        if value is not None:  # `np.copyto` passed as a value
+            return not callable(value) or isinstance(value, (type, types.ModuleType)) or _reading_function(value, node.attr)
+        return not _sounds_like_writing(node.attr)  # `y.fill` passed as a value writes; `y.shape` reads
+    return True
+
+
+def _reading_call(call, namespace, local) -> bool:
+    func = call.func
+    root = syntax.root_name(func)
+    if isinstance(func, gast.Attribute) and (root in local or root is None):  # a method of a value of its own
+        if func.attr in _READING_METHODS:
+            return True
+        return func.attr in _METHODS_WITH_OUT and len(call.args) <= 1
+    if isinstance(func, gast.Attribute) and isinstance(syntax.evaluate_dotted(func.value, namespace), logging.Logger):
         return True
-    if any(k.arg == "out" for k in node.keywords):
-        return False
-    func = node.func
-    if isinstance(func, gast.Attribute):
-        owner = syntax.evaluate_dotted(func.value, namespace)
-        if isinstance(owner, types.ModuleType):
-            reading = owner.__name__.split(".")[0] in _READING_MODULES and func.attr not in _WRITING_FUNCTIONS
-            return reading and not _writes_positionally(getattr(owner, func.attr, None), node)
-        return func.attr in _READING_METHODS or isinstance(owner, logging.Logger)
+    if root in local:
+        return False  # a function it was given, or made
     callee = syntax.evaluate_dotted(func, namespace)
-    module = getattr(callee, "__module__", None) or ("numpy" if isinstance(callee, np.ufunc) else "")
-    reading = module.split(".")[0] in _READING_MODULES and getattr(callee, "__name__", "") not in _WRITING_FUNCTIONS
-    return callable(callee) and reading and not _writes_positionally(callee, node)
+    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "")
+    return _reading_function(callee, name) and not _out_by_position(callee, call)
 
 
-def _writes_positionally(callee, call) -> bool:
-    """A ufunc given its output array by position (`np.multiply(y, 0, y)`)."""
-    return isinstance(callee, np.ufunc) and len(call.args) > callee.nin
+def _reading_function(callee, name) -> bool:
+    """A function that returns new values: NumPy's (not its writers), `math`'s, logging's and a
+    few builtins."""
+    if callee is None:
+        return False
+    if isinstance(callee, np.ufunc):
+        return True
+    module = getattr(callee, "__module__", None) or ""
+    if module == "builtins":
+        return name in _BUILTINS and getattr(callee, "__name__", "") in _BUILTINS
+    top = module.split(".")[0]
+    if top == "numpy":
+        return getattr(callee, "__name__", name) not in _NUMPY_WRITERS and not module.startswith("numpy.random")
+    return top in ("math", "logging", "time")
+
+
+def _out_by_position(callee, call) -> bool:
+    """Whether the call passes an output array by position (`np.multiply(y, 0, y)`)."""
+    if isinstance(callee, np.ufunc):
+        return len(call.args) > callee.nin
+    try:
+        parameters = list(inspect.signature(callee).parameters)
+    except (TypeError, ValueError):
+        return len(call.args) > 2
+    return "out" in parameters and len(call.args) > parameters.index("out")
+
+
+def _sounds_like_writing(attr) -> bool:
+    from .effects import MUTATING_METHODS, sounds_like_an_update  # noqa: PLC0415  (effects imports this module)
+
+    return attr in MUTATING_METHODS or sounds_like_an_update(attr) or attr.startswith("__i") or attr in (
+        "put", "resize", "itemset", "setfield", "partition", "__setitem__", "setflags", "byteswap",
+    )

@@ -26,7 +26,8 @@ def marked(fn, name: str, default=None):
     value = getattr(fn, name, default)
     copied = value is not default and value is getattr(getattr(fn, "__wrapped__", None), name, _NONE)
     # a Python wrapper's code is what it means; a compiled one (`functools.lru_cache`) only calls
-    return default if copied and isinstance(fn, types.FunctionType) else value
+    python = isinstance(fn, types.FunctionType) or isinstance(getattr(type(fn), "__call__", None), types.FunctionType)
+    return default if copied and python else value
 
 
 _NONE = object()

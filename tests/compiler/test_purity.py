@@ -56,13 +56,51 @@ def through_a_helper(y):
     zero_loop(y)
 
 
+def shadowing(y, print=np.copyto):
+    print(y, 0.0)
+
+
+def passed_to_map(y):
+    list(map(np.copyto, [y], [0.0]))
+
+
+def a_method_passed(y):
+    sorted([0.0], key=y.fill)
+
+
+def through_exec(y):
+    exec("y[...] = 0.0")
+
+
+def out_by_position(y):
+    np.clip(y, 0.0, 0.0, y)
+
+
+def a_methods_out_by_position(y):
+    y.sum(0, None, y[:1])
+
+
+def decorated_wrapper():
+    import functools
+
+    def inner(y):
+        return y
+
+    @functools.wraps(inner)
+    def wrapper(y):
+        y[...] = 0.0
+
+    return wrapper
+
+
 @pytest.mark.parametrize("fn", [share, report])
 def test_functions_that_read_only(fn):
     assert reads_only(fn)
 
 
 @pytest.mark.parametrize("fn", [clip_out, zero_loop, copy_into, multiply_positionally, in_place, through_operator,
-                                through_a_method, through_a_helper])
+                                through_a_method, through_a_helper, shadowing, passed_to_map, a_method_passed,
+                                through_exec, out_by_position, a_methods_out_by_position, decorated_wrapper()])
 def test_functions_that_may_write(fn):
     assert not reads_only(fn)
 
@@ -88,3 +126,34 @@ def test_a_helper_reading_a_value_the_pullback_needs_runs():
 
     x = np.array([0.6, 1.4])
     np.testing.assert_allclose(adjoint.grad(loss)(x), 2 * np.sin(x) * np.cos(x))
+
+
+@adjoint.non_differentiable
+def zero_all(ys):
+    for v in ys:
+        v[...] = 0.0
+
+
+W_DECAYING = np.array([1.0, 2.0])
+
+
+@adjoint.non_differentiable
+def decay():
+    W_DECAYING[...] = 0.0
+
+
+def test_a_declared_function_writing_through_a_container_or_a_global_is_refused():
+    def through_a_list(x):
+        y = np.sin(x)
+        z = y * y
+        zero_all([y])
+        return np.sum(z)
+
+    def through_a_global(x):
+        z = np.sum((np.sin(x) * W_DECAYING) ** 2)
+        decay()
+        return z
+
+    for f in (through_a_list, through_a_global):
+        with pytest.raises(adjoint.TransformError):
+            adjoint.grad(f)(np.array([0.6, 1.4]))
