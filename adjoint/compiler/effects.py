@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
+
 from ..errors import AdjointError, TransformError
 from ..runtime.marks import marked
 from . import annotations as anno
@@ -41,7 +43,10 @@ def user_non_differentiable(callee) -> bool:
     if callee is None or callee.kind != resolve.NON_DIFFERENTIABLE:
         return False
     module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__  # ufuncs of older NumPy have none
-    if module.split(".")[0] in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"}:
+    made_of_yours = isinstance(callee.obj, np.vectorize) or isinstance(callee.obj, np.ufunc) and (
+        getattr(np, callee.obj.__name__, None) is not callee.obj  # `np.frompyfunc(f, ...)`
+    )
+    if module.split(".")[0] in {"numpy", "math", "builtins", "adjoint", "logging", "random", "time"} and not made_of_yours:
         return False
     return not (isinstance(callee.obj, types.FunctionType) and purity.reads_only(callee.obj))
 

@@ -5,6 +5,7 @@ one called for its effect, a log) must not update an array the pullback will rea
 transform records the updates it writes as assignments, but not those made through `out=`,
 `np.copyto`, a method or another function: so it counts as reading only when nothing in it
 could write, judged conservatively from its source. Anything it cannot read is taken to write.
+"Visibly": what your own objects' methods do when it formats or adds them is not seen.
 
 Before:  def accuracy(logits, labels):                        reads only
              return float(np.mean(np.argmax(logits, 1) == labels))
@@ -37,9 +38,14 @@ _METHODS_WITH_OUT = {"mean", "sum", "max", "min", "std", "var", "prod", "argmax"
 _BUILTINS = {
     "len", "float", "int", "bool", "str", "repr", "print", "abs", "min", "max", "sum", "round", "range", "enumerate",
     "zip", "isinstance", "list", "tuple", "dict", "set", "frozenset", "any", "all", "sorted", "reversed", "format",
-    "hash", "id", "type", "map", "filter", "divmod", "pow", "complex",
+    "hash", "id", "type", "divmod", "pow", "complex", "hasattr", "getattr", "next", "iter", "slice",
 }
-_NUMPY_WRITERS = {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "shuffle"}
+# NumPy functions that write into what they are given, or call what they are given
+_NUMPY_WRITERS = {
+    "copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "shuffle", "apply_along_axis",
+    "apply_over_axes", "vectorize", "frompyfunc", "piecewise", "fix_invalid",
+}
+_CONTAINERS = (dict, list, tuple, str, np.ndarray)
 
 
 def reads_only(fn) -> bool:
@@ -72,12 +78,18 @@ def reads_only(fn) -> bool:
 
 
 def _reads(node, namespace, local, is_called) -> bool:
-    if isinstance(node, (gast.AugAssign, gast.Delete)):
+    if isinstance(node, (gast.AugAssign, gast.Delete, gast.Import, gast.ImportFrom, gast.Global, gast.Nonlocal)):
         return False
     if isinstance(node, (gast.Subscript, gast.Attribute)) and isinstance(node.ctx, (gast.Store, gast.Del)):
         return False
     if isinstance(node, gast.Call):
-        return not any(k.arg == "out" for k in node.keywords) and _reading_call(node, namespace, local)
+        hidden = any(isinstance(a, gast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        copy = [k.value for k in node.keywords if k.arg == "copy"]  # `np.nan_to_num(y, copy=False)` writes
+        in_place = any(not (isinstance(c, gast.Constant) and c.value is True) for c in copy)
+        given_a_function = any(k.arg == "key" for k in node.keywords)  # `sorted(xs, key=f)` calls `f`
+        return not (hidden or in_place or given_a_function or any(k.arg == "out" for k in node.keywords)) and (
+            _reading_call(node, namespace, local)
+        )
     if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and not is_called:
         value = namespace.get(node.id)  # a function passed as a value (`map(np.copyto, ...)`)
         return node.id in local or not callable(value) or isinstance(value, type) or _reading_function(value, node.id)
@@ -96,8 +108,11 @@ def _reading_call(call, namespace, local) -> bool:
         if func.attr in _READING_METHODS:
             return True
         return func.attr in _METHODS_WITH_OUT and len(call.args) <= 1
-    if isinstance(func, gast.Attribute) and isinstance(syntax.evaluate_dotted(func.value, namespace), logging.Logger):
+    owner = syntax.evaluate_dotted(func.value, namespace) if isinstance(func, gast.Attribute) else None
+    if isinstance(owner, logging.Logger):
         return True
+    if isinstance(owner, _CONTAINERS) and not isinstance(owner, type):  # `CONFIG.get("verbose")` on a global
+        return func.attr in _READING_METHODS or func.attr in _METHODS_WITH_OUT and len(call.args) <= 1
     if root in local:
         return False  # a function it was given, or made
     callee = syntax.evaluate_dotted(func, namespace)
@@ -108,10 +123,12 @@ def _reading_call(call, namespace, local) -> bool:
 def _reading_function(callee, name) -> bool:
     """A function that returns new values: NumPy's (not its writers), `math`'s, logging's and a
     few builtins."""
-    if callee is None:
+    if callee is None or isinstance(callee, np.vectorize):
         return False
     if isinstance(callee, np.ufunc):
-        return True
+        return getattr(np, callee.__name__, None) is callee  # NumPy's own, not one made of your code
+    if isinstance(callee, type) and issubclass(callee, BaseException):
+        return True  # `raise ValueError(...)`
     module = getattr(callee, "__module__", None) or ""
     if module == "builtins":
         return name in _BUILTINS and getattr(callee, "__name__", "") in _BUILTINS

@@ -80,6 +80,41 @@ def a_methods_out_by_position(y):
     y.sum(0, None, y[:1])
 
 
+def out_through_a_mapping(y):
+    np.multiply(y, 0.0, **{"out": y})
+
+
+def calls_what_it_is_given(y, callback):
+    list(map(callback, [y]))
+
+
+def imports_a_writer(y):
+    from numpy import copyto as print
+
+    print(y, 0.0)
+
+
+ZERO_AT = np.vectorize(lambda a, i: a.__setitem__(i, 0.0), excluded={0})
+
+
+def through_a_vectorized_function(y):
+    ZERO_AT(y, np.arange(len(y)))
+
+
+def sanitizes_in_place(y):
+    np.nan_to_num(y, copy=False)
+
+
+CONFIG = {"verbose": False}
+
+
+def validates(y):
+    if not np.all(np.isfinite(y)):
+        raise ValueError("not finite")
+    if CONFIG.get("verbose") and hasattr(y, "shape"):
+        print(next(iter(y)))
+
+
 def decorated_wrapper():
     import functools
 
@@ -93,14 +128,16 @@ def decorated_wrapper():
     return wrapper
 
 
-@pytest.mark.parametrize("fn", [share, report])
+@pytest.mark.parametrize("fn", [share, report, validates])
 def test_functions_that_read_only(fn):
     assert reads_only(fn)
 
 
 @pytest.mark.parametrize("fn", [clip_out, zero_loop, copy_into, multiply_positionally, in_place, through_operator,
                                 through_a_method, through_a_helper, shadowing, passed_to_map, a_method_passed,
-                                through_exec, out_by_position, a_methods_out_by_position, decorated_wrapper()])
+                                through_exec, out_by_position, a_methods_out_by_position, decorated_wrapper(),
+                                out_through_a_mapping, calls_what_it_is_given, imports_a_writer,
+                                through_a_vectorized_function, sanitizes_in_place])
 def test_functions_that_may_write(fn):
     assert not reads_only(fn)
 
