@@ -2,11 +2,13 @@
 
 Generated code consumes cotangents as arrays, so the wrapper around a user's rule makes its
 pullback safe to consume without run-time checks in generated code: a `None` cotangent for a
-float argument becomes zeros, an output's cotangent is handed over with zeros for the items
-nothing flowed into, too many cotangents or a misshapen one is refused naming the rule, and
-while `adjoint.gradient(f, params)` runs, a rule for a function that reads parameters through
-its globals is refused (the rule cannot give them gradients). The wrapper and its pullback
-have forward rules, so second derivatives go through the rule as written.
+float argument becomes zeros, an output's cotangent is handed over complete (zeros for the
+items and fields nothing flowed into), a pullback returning no tuple, too many cotangents, too
+few for arguments that carry gradients, or a misshapen one is refused naming the rule, and
+while `adjoint.gradient(f, params)` runs, a rule for a function that reaches parameters through
+its globals, closure, defaults or helpers is refused (the rule cannot give them gradients). The
+wrapper and its pullback have forward rules, so second derivatives go through the rule as
+written.
 """
 
 from __future__ import annotations
