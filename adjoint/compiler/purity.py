@@ -74,7 +74,76 @@ def reads_only(fn) -> bool:
     local |= set(fn.__code__.co_freevars)
     namespace = {k: v for k, v in {**vars(builtins), **fn.__globals__}.items() if k not in local}
     called = {id(n.func) for n in gast.walk(node) if isinstance(n, gast.Call)}
-    return all(_reads(n, namespace, local, id(n) in called) for n in gast.walk(node))
+    arrays, containers = _fresh(node, namespace)
+    allowed = _writes_into_fresh(node, arrays, containers)
+    return all(id(n) in allowed or _reads(n, namespace, local, id(n) in called) for n in gast.walk(node))
+
+
+def _fresh(function, namespace) -> tuple[set, set]:
+    """Its own names bound only to new arrays of numbers (`cm = np.zeros((k, k))`) and to new
+    empty or constant lists, dicts and sets (`counts = {}`): what it may write into."""
+    bindings: dict = {}
+    for n in gast.walk(function):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
+            bindings.setdefault(n.id, [])
+    for n in gast.walk(function):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
+            bindings[n.targets[0].id].append(n.value)
+    for n in gast.walk(function):  # any other binding (a loop, an unpacking, a parameter) is not fresh
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and not _assigned_alone(n, function):
+            bindings[n.id].append(None)
+    arrays = {name for name, values in bindings.items() if values and all(_new_array(v, namespace) for v in values)}
+    containers = {name for name, values in bindings.items() if values and all(_new_container(v) for v in values)}
+    return arrays, containers
+
+
+def _assigned_alone(name, function) -> bool:
+    return any(isinstance(n, gast.Assign) and n.targets == [name] for n in gast.walk(function)) or any(
+        isinstance(n, gast.AugAssign) and n.target is name for n in gast.walk(function)
+    )
+
+
+_NEW_ARRAYS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "eye", "arange"}
+
+
+def _new_array(value, namespace) -> bool:
+    if isinstance(value, gast.Constant):
+        return True
+    if not isinstance(value, gast.Call):
+        return False
+    callee = syntax.evaluate_dotted(value.func, namespace)
+    return getattr(callee, "__name__", "") in _NEW_ARRAYS and getattr(np, callee.__name__, None) is callee
+
+
+def _new_container(value) -> bool:
+    if isinstance(value, (gast.List, gast.Set, gast.Tuple)):
+        return all(isinstance(e, gast.Constant) for e in value.elts)
+    if isinstance(value, gast.Dict):
+        return all(isinstance(e, gast.Constant) for e in value.keys + value.values)
+    return isinstance(value, gast.Constant) or (
+        isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and value.func.id in ("dict", "list", "set")
+        and not value.args and not value.keywords
+    )
+
+
+def _writes_into_fresh(function, arrays, containers) -> set:
+    """The nodes that write only into its own fresh values: `cm[t, p] += 1` into a new array of
+    numbers, `counts[k] = v` and `seen.append(v)` into a new container, `n += 1`."""
+    allowed = set()
+    for n in gast.walk(function):
+        if isinstance(n, gast.AugAssign):
+            target = n.target
+            if isinstance(target, gast.Name) and target.id in arrays | containers:
+                allowed.add(id(n))
+            elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and target.value.id in arrays:
+                allowed |= {id(n), id(target)}  # an item of a new array of numbers is a number
+        elif isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store) and isinstance(n.value, gast.Name):
+            if n.value.id in arrays | containers:
+                allowed.add(id(n))
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and isinstance(n.func.value, gast.Name):
+            if n.func.value.id in containers and n.func.attr in ("append", "extend", "add", "update", "setdefault", "pop"):
+                allowed.add(id(n))
+    return allowed
 
 
 def _reads(node, namespace, local, is_called) -> bool:

@@ -115,6 +115,38 @@ def validates(y):
         print(next(iter(y)))
 
 
+def confusion(pred, labels, k=3):
+    """A metric building values of its own: a new array of counts, a dict, a list, a counter."""
+    cm = np.zeros((k, k))
+    for t, p in zip(labels, np.argmax(pred, axis=1)):
+        cm[t, p] += 1
+    counts = {}
+    seen = []
+    n = 0
+    for label in labels:
+        counts[int(label)] = counts.get(int(label), 0) + 1
+        seen.append(label)
+        n += 1
+    return cm, counts, seen, n
+
+
+def through_a_list_it_made(y):
+    held = [y]
+    held[0][...] = 0.0
+
+
+def through_an_item_it_stored(y):
+    store = {}
+    store["y"] = y
+    store["y"] += 1.0
+
+
+def through_a_rebound_name(y):
+    cm = np.zeros(3)
+    cm = y
+    cm[0] = 0.0
+
+
 def decorated_wrapper():
     import functools
 
@@ -128,7 +160,7 @@ def decorated_wrapper():
     return wrapper
 
 
-@pytest.mark.parametrize("fn", [share, report, validates])
+@pytest.mark.parametrize("fn", [share, report, validates, confusion])
 def test_functions_that_read_only(fn):
     assert reads_only(fn)
 
@@ -137,7 +169,8 @@ def test_functions_that_read_only(fn):
                                 through_a_method, through_a_helper, shadowing, passed_to_map, a_method_passed,
                                 through_exec, out_by_position, a_methods_out_by_position, decorated_wrapper(),
                                 out_through_a_mapping, calls_what_it_is_given, imports_a_writer,
-                                through_a_vectorized_function, sanitizes_in_place])
+                                through_a_vectorized_function, sanitizes_in_place, through_a_list_it_made,
+                                through_an_item_it_stored, through_a_rebound_name])
 def test_functions_that_may_write(fn):
     assert not reads_only(fn)
 
@@ -194,3 +227,17 @@ def test_a_declared_function_writing_through_a_container_or_a_global_is_refused(
     for f in (through_a_list, through_a_global):
         with pytest.raises(adjoint.TransformError):
             adjoint.grad(f)(np.array([0.6, 1.4]))
+
+
+def test_a_declared_metric_building_its_own_counts_may_run_after_the_loss():
+    metric = adjoint.non_differentiable(confusion)
+
+    def loss(W, x, labels):
+        logits = x @ W
+        value = np.mean(logits ** 2)
+        return value, metric(logits, labels)
+
+    W, x, labels = np.eye(3) * 0.5, np.arange(12.0).reshape(4, 3) / 10, np.array([0, 1, 2, 0])
+    (value, (cm, counts, seen, n)), g = adjoint.value_and_grad(loss, has_aux=True)(W, x, labels)
+    np.testing.assert_allclose(g, 2 * x.T @ (x @ W) / 12)
+    assert cm.sum() == 4 and n == 4
