@@ -74,14 +74,20 @@ def reads_only(fn) -> bool:
     local |= set(fn.__code__.co_freevars)
     namespace = {k: v for k, v in {**vars(builtins), **fn.__globals__}.items() if k not in local}
     called = {id(n.func) for n in gast.walk(node) if isinstance(n, gast.Call)}
-    arrays, containers = _fresh(node, namespace)
+    arrays, containers = _fresh(node, namespace, fn.__code__)
     allowed = _writes_into_fresh(node, arrays, containers)
     return all(id(n) in allowed or _reads(n, namespace, local, id(n) in called) for n in gast.walk(node))
 
 
-def _fresh(function, namespace) -> tuple[set, set]:
+def _fresh(function, namespace, code) -> tuple[set, set]:
     """Its own names bound only to new arrays of numbers (`cm = np.zeros((k, k))`) and to new
-    empty or constant lists, dicts and sets (`counts = {}`): what it may write into."""
+    empty or constant lists, dicts and sets (`counts = {}`): what it may write into. None in a
+    function with scopes of its own or `match` statements (names bound without a `Name` node)."""
+    scopes = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda, gast.ListComp, gast.SetComp,
+              gast.DictComp, gast.GeneratorExp) + ((gast.Match,) if hasattr(gast, "Match") else ())
+    if any(isinstance(n, scopes) for n in gast.walk(function) if n is not function):
+        return set(), set()
+    plain_locals = set(code.co_varnames) - set(code.co_cellvars) - set(code.co_freevars)
     bindings: dict = {}
     for n in gast.walk(function):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
@@ -92,6 +98,7 @@ def _fresh(function, namespace) -> tuple[set, set]:
     for n in gast.walk(function):  # any other binding (a loop, an unpacking, a parameter) is not fresh
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and not _assigned_alone(n, function):
             bindings[n.id].append(None)
+    bindings = {name: values for name, values in bindings.items() if name in plain_locals}
     arrays = {name for name, values in bindings.items() if values and all(_new_array(v, namespace) for v in values)}
     containers = {name for name, values in bindings.items() if values and all(_new_container(v) for v in values)}
     return arrays, containers

@@ -147,6 +147,35 @@ def through_a_rebound_name(y):
     cm[0] = 0.0
 
 
+def rebinds_by_match(y):
+    cm = np.zeros(3)
+    match y:
+        case cm:
+            pass
+    cm[...] = 0.0
+
+
+def rebinds_by_a_decorated_def(y):
+    cm = np.zeros(3)
+
+    @(lambda _: y)
+    def cm():
+        pass
+
+    cm[...] = 0.0
+
+
+W_MODULE = np.array([1.0, 2.0])
+
+
+def writes_a_global_named_like_a_nested_local():
+    def made():
+        W_MODULE = np.zeros(2)
+        return W_MODULE
+
+    W_MODULE[...] = 0.0
+
+
 def decorated_wrapper():
     import functools
 
@@ -170,7 +199,8 @@ def test_functions_that_read_only(fn):
                                 through_exec, out_by_position, a_methods_out_by_position, decorated_wrapper(),
                                 out_through_a_mapping, calls_what_it_is_given, imports_a_writer,
                                 through_a_vectorized_function, sanitizes_in_place, through_a_list_it_made,
-                                through_an_item_it_stored, through_a_rebound_name])
+                                through_an_item_it_stored, through_a_rebound_name, rebinds_by_match,
+                                rebinds_by_a_decorated_def, writes_a_global_named_like_a_nested_local])
 def test_functions_that_may_write(fn):
     assert not reads_only(fn)
 
