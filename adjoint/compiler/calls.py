@@ -18,7 +18,7 @@ import numpy as np
 
 from . import annotations as anno
 from ..runtime.marks import marked
-from . import inline, resolve, syntax
+from . import inline, resolve, shapes, syntax
 
 
 class CallAdjoints:
@@ -93,8 +93,27 @@ class CallAdjoints:
             for i, arg in enumerate(args):
                 if results[i] is not None and isinstance(arg, gast.Name) and arg.id not in self.numbers and not _unbroadcasts(results[i]):
                     results[i] = syntax.call(f"{self.alias}.unbroadcast", [results[i], arg])
+            results = [self._unbroadcast_as_shapes_allow(r, i, target, args, rule) for i, r in enumerate(results)]
 
         self._adjoint(stmt, target, args, lambda bar: (inlined.body, results))
+
+    def _unbroadcast_as_shapes_allow(self, result, index, target, args, rule):
+        """`adj.unbroadcast(e, x)` as `e` where `x` has the shape and dtype of `target` (see
+        `shapes`), or as a sum over the axes a `keepdims` reduction `x` kept; as it is elsewhere."""
+        if not (_unbroadcasts(result) and isinstance(args[index], gast.Name) and args[index].id in self.numbers):
+            return result
+        if not shapes.preserves_dtype(rule.primitive):
+            return result
+        cotangent, operand = result.args[0], args[index].id
+        others = [a for j, a in enumerate(args) if j != index]
+        if all(isinstance(a, gast.Name) and a.id == operand for a in others):
+            return cotangent  # `x * x`: nothing was broadcast
+        kind, made = self.shapes.get(operand, shapes.OPAQUE), self.shapes.get(target, shapes.OPAQUE)
+        if kind == made and kind != shapes.OPAQUE:
+            return cotangent
+        if isinstance(kind, shapes.Kept) and made == shapes.Like(kind.root):
+            return _summed(cotangent, kind.axes)
+        return result
 
     def _opaque_rule_call(self, stmt, target, rule, args, keywords, text):
         refusal = None if any(isinstance(a, gast.Starred) for a in args) else rule.refusal(len(args), keywords)
@@ -316,6 +335,16 @@ def _describe(obj) -> str:
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     return f"{module}.{name}" if name else repr(obj)
 
+
+
+def _summed(cotangent, axes):
+    """`cotangent.sum(axis=axes, keepdims=True)`, negated after summing for `-g` (a smaller array)."""
+    negated = isinstance(cotangent, gast.UnaryOp) and isinstance(cotangent.op, gast.USub)
+    operand = cotangent.operand if negated else cotangent
+    axis = syntax.const(axes[0]) if len(axes) == 1 else syntax.tuple_([syntax.const(a) for a in axes])
+    keywords = [gast.keyword(arg="axis", value=axis), gast.keyword(arg="keepdims", value=syntax.const(True))]
+    total = gast.Call(func=gast.Attribute(value=operand, attr="sum", ctx=gast.Load()), args=[], keywords=keywords)
+    return gast.UnaryOp(op=gast.USub(), operand=total) if negated else total
 
 
 def _unbroadcasts(expr) -> bool:

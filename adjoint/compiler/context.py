@@ -49,6 +49,9 @@ class Context:
     mode: str = "reverse"
     # What the user wrote for names the passes made (`x_1` is `x`, `d_item` is `d['k']`).
     user_names: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Positions of the differentiated parameters whose arguments are Python floats: the code
+    # is specialised on it (a float's arithmetic with floats broadcasts nothing).
+    python_floats: tuple[int, ...] = ()
 
     def __post_init__(self):
         if self.namer is None:

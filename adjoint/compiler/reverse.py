@@ -33,7 +33,7 @@ import gast
 
 from .. import registry
 from . import annotations as anno
-from . import calls, inplace, kinds, loops, resolve, syntax
+from . import calls, inplace, kinds, loops, resolve, shapes, syntax
 from . import activity
 from .activity import targets
 from .cotangents import Cotangents
@@ -59,6 +59,7 @@ class _Reverse(calls.CallAdjoints):
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
         self.numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters(params))
+        self.shapes = shapes.classes(node, [params[i] for i in ctx.python_floats if i < len(params)])
         self.cot = Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order

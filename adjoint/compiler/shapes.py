@@ -1,0 +1,250 @@
+"""Shapes: which names certainly hold a value of the same shape and dtype as another's, so that
+an elementwise adjoint needs no `adj.unbroadcast` where nothing was broadcast, and a cotangent
+flowing to a `keepdims` reduction is a plain sum over the reduced axes.
+
+A name's class is one of:
+- `Like(root)`: the shape and dtype of `root`'s value (a name defined once; a parameter, or
+  what a matrix product or a user function made);
+- `Kept(root, axes)`: what `np.max(root, axis=axes, keepdims=True)` and its like give;
+- `PYTHON_NUMBER`: a Python int or float (a literal, `len`, `x.shape[0]`, a `math` function):
+  NumPy never lets one change an array's shape or dtype (NEP 50);
+- `OPAQUE`: nothing known.
+A name defined more than once (a loop-carried value) may join a class but is never a root: its
+shape may change from one iteration to the next.
+
+Before:  Z = X + b; m = np.max(Z, axis=1, keepdims=True); d = Z - m; e = np.exp(d)
+After:   Z: Like(Z); m: Kept(Z, (1,)); d: Like(Z); e: Like(Z)
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import gast
+import numpy as np
+
+from . import annotations as anno
+from . import syntax
+
+
+@dataclass(frozen=True)
+class Like:
+    root: str
+
+
+@dataclass(frozen=True)
+class Kept:
+    root: str
+    axes: tuple
+
+
+PYTHON_NUMBER = "a Python number"
+SHAPE = "an array's shape"
+OPAQUE = "opaque"
+_NUMBER = object()  # a definition known to bind a Python number
+
+# Elementwise functions whose result has the dtype of their float operands (not `abs`, `real`,
+# `angle`: they make a complex array real).
+_PRESERVING = {
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg, operator.pos,
+    np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.power, np.negative, np.positive,
+    np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt, np.cbrt, np.square,
+    np.reciprocal, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
+    np.arcsinh, np.arccosh, np.arctanh, np.maximum, np.minimum, np.fmax, np.fmin, np.arctan2, np.hypot,
+    np.logaddexp, np.logaddexp2, np.conjugate, np.deg2rad, np.rad2deg,
+}
+_OPERATORS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+              gast.Div: operator.truediv, gast.Pow: operator.pow, gast.USub: operator.neg, gast.UAdd: operator.pos}
+_REDUCTIONS = {np.sum, np.max, np.min, np.amax, np.amin, np.mean, np.prod}
+_REDUCING_METHODS = {"sum", "max", "min", "mean", "prod"}
+_PYTHON_NUMBER_MAKERS = {len, float, int}
+_TUPLE_MAKERS = {math.modf, math.frexp}
+
+
+def classes(node: gast.FunctionDef, python_numbers=()) -> dict:
+    """The class of every name `node` assigns or takes as a parameter (see the module docstring);
+    the parameters named in `python_numbers` hold Python floats (the code is specialised on it)."""
+    definitions = _definitions(node)
+    for name in python_numbers:
+        if definitions.get(name) == [None]:  # never rebound
+            definitions[name] = [_NUMBER]
+    once = {name for name, values in definitions.items() if len(values) == 1}
+    known: dict = {}
+    for _ in range(2 * len(definitions) + 2):  # loops make definitions circular: iterate to a fixpoint
+        changed = False
+        for name, values in definitions.items():
+            found = [_class_of(v, name, known, once, definitions) for v in values]
+            if name in known:
+                found = [known[name] if f is None else f for f in found]
+            joined = _join(found, name, once)
+            if joined is not None and known.get(name) != joined:
+                known[name], changed = joined, True
+        if not changed:
+            return {name: known.get(name, OPAQUE) for name in definitions}
+    return dict.fromkeys(definitions, OPAQUE)  # not settled: claim nothing
+
+
+def _definitions(node) -> dict:
+    """Each name's definitions: the values of the `name = value` statements binding it, None
+    for every other binding (a parameter, a loop target, an unpacking, a `match` capture). A
+    name declared `global` or `nonlocal` anywhere inside may change behind any call."""
+    stores: dict[str, int] = {}
+    shared = set()
+    for child in gast.walk(node):
+        if isinstance(child, (gast.Global, gast.Nonlocal)):
+            shared.update(child.names)
+    for child in syntax.walk_local(node):
+        bound = []
+        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+            bound = [child.id]
+        elif isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) and child is not node:
+            bound = [child.name]
+        elif isinstance(child, (gast.MatchAs, gast.MatchStar)) and child.name:
+            bound = [child.name]
+        elif isinstance(child, gast.MatchMapping) and child.rest:
+            bound = [child.rest]
+        for name in bound:
+            stores[name] = stores.get(name, 0) + 1
+    args = node.args
+    for param in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+        stores[param.id] = stores.get(param.id, 0) + 1
+    definitions: dict[str, list] = {name: [] for name in stores}
+    for stmt in syntax.statements(node.body):
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
+            definitions[stmt.targets[0].id].append(stmt.value)
+        elif isinstance(stmt, gast.For) and isinstance(stmt.target, gast.Name) and _counts(stmt.iter):
+            definitions[stmt.target.id].append(_NUMBER)  # `for i in range(n)`: an int
+    for name, count in stores.items():
+        definitions[name] += [None] * (count - len(definitions[name]) + (2 if name in shared else 0))
+    return definitions
+
+
+def _join(found, name, once):
+    """The class of a name whose definitions give the classes `found` (None: not known yet)."""
+    settled = [f for f in found if f is not None]
+    if not settled:
+        return None
+    first = settled[0]
+    if all(f == first for f in settled) and first != OPAQUE:
+        return first
+    return Like(name) if name in once else OPAQUE
+
+
+def _class_of(value, name, known, once, defined):
+    """The class `value` gives the name `name` (None: an operand's class is not known yet)."""
+    fresh = Like(name) if name in once else OPAQUE
+    if value is None:
+        return fresh
+    if value is _NUMBER:
+        return PYTHON_NUMBER
+    if isinstance(value, gast.Constant):
+        return PYTHON_NUMBER if type(value.value) in (int, float) else fresh
+    if isinstance(value, gast.Name):
+        return _operand(value, known, defined)
+    if isinstance(value, gast.Attribute):
+        return PYTHON_NUMBER if value.attr in ("ndim", "size") else SHAPE if value.attr == "shape" else fresh
+    if isinstance(value, gast.Subscript):  # `x.shape[0]`
+        shape = _operand(value.value, known, defined) if isinstance(value.value, gast.Name) else OPAQUE
+        if shape is None:
+            return None
+        index = value.slice
+        return PYTHON_NUMBER if shape == SHAPE and isinstance(index, gast.Constant) and type(index.value) is int else fresh
+    if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+        if _OPERATORS.get(type(value.op)) is None:
+            return fresh
+        operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
+        return _elementwise(operands, known, defined, fresh)
+    if isinstance(value, gast.Call):
+        obj = getattr(anno.get(value, anno.CALLEE), "obj", None)
+        if _member(obj, _PYTHON_NUMBER_MAKERS) or (
+            getattr(obj, "__module__", None) == "math" and not _member(obj, _TUPLE_MAKERS) and not value.keywords
+        ):
+            return PYTHON_NUMBER
+        if _member(obj, _PRESERVING) and not value.keywords:
+            return _elementwise(value.args, known, defined, fresh)
+        return _reduction(value, obj, known, defined, fresh)
+    return fresh
+
+
+def _operand(node, known, defined):
+    """A name's class as an operand: OPAQUE for a name not of this function (a global)."""
+    return known.get(node.id) if node.id in defined else OPAQUE
+
+
+def _elementwise(operands, known, defined, fresh):
+    found = []
+    for operand in operands:
+        if isinstance(operand, gast.Constant) and type(operand.value) in (int, float):
+            continue
+        if not isinstance(operand, gast.Name):
+            return fresh
+        kind = _operand(operand, known, defined)
+        if kind is None:
+            return None
+        if kind != PYTHON_NUMBER:
+            found.append(kind)
+    if not found:
+        return PYTHON_NUMBER
+    if not all(isinstance(k, (Like, Kept)) for k in found) or len({k.root for k in found}) != 1:
+        return fresh
+    likes = [k for k in found if isinstance(k, Like)]
+    if likes:
+        return likes[0]
+    return found[0] if len(set(found)) == 1 else fresh
+
+
+def _reduction(call, obj, known, defined, fresh):
+    """`Kept(root, axes)` for a reduction with `keepdims=True` over literal axes of a `Like(root)`."""
+    keywords = {k.arg: k.value for k in call.keywords}
+    if _member(obj, _REDUCTIONS) and len(call.args) == 1:
+        operand = call.args[0]
+    elif (
+        isinstance(call.func, gast.Attribute) and call.func.attr in _REDUCING_METHODS and not call.args
+        and getattr(anno.get(call, anno.CALLEE), "method", False)
+    ):
+        operand = call.func.value
+    else:
+        return fresh
+    keep, axes = keywords.get("keepdims"), _literal_axes(keywords.get("axis"))
+    if set(keywords) != {"axis", "keepdims"} or axes is None or not (isinstance(keep, gast.Constant) and keep.value is True):
+        return fresh
+    if not isinstance(operand, gast.Name):
+        return fresh
+    kind = _operand(operand, known, defined)
+    if kind is None:
+        return None
+    return Kept(kind.root, axes) if isinstance(kind, Like) else fresh
+
+
+def _counts(node) -> bool:
+    """Whether a loop walks `range(...)`, whose items are ints (`normalize` keeps the call only
+    where `range` is the builtin)."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id == "range"
+
+
+def _literal_axes(node):
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return (node.value,)
+    if isinstance(node, gast.Tuple) and node.elts and all(
+        isinstance(e, gast.Constant) and type(e.value) is int for e in node.elts
+    ):
+        return tuple(e.value for e in node.elts)
+    return None
+
+
+def preserves_dtype(primitive) -> bool:
+    """Whether the elementwise `primitive` gives float operands' dtype to its result.
+
+    >>> preserves_dtype(np.tanh), preserves_dtype(np.abs)
+    (True, False)
+    """
+    return _member(primitive, _PRESERVING)
+
+
+def _member(obj, group) -> bool:
+    try:
+        return obj in group
+    except TypeError:  # an unhashable callee
+        return False

@@ -1,0 +1,138 @@
+"""compiler.shapes: which names certainly share a shape and dtype, so that elementwise adjoints
+skip `adj.unbroadcast` where nothing was broadcast, and nowhere else."""
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint.compiler import shapes
+from adjoint.compiler.pipeline import lower
+from adjoint.testing import check_grad
+
+rng = np.random.default_rng(0)
+
+
+def classes(fn, wrt=(0,)):
+    node, _ = lower(fn, wrt, until="inplace")
+    return shapes.classes(node)
+
+
+def log_sum_exp(X, b):
+    Z = X + b
+    m = np.max(Z, axis=1, keepdims=True)
+    return np.sum(np.log(np.sum(np.exp(Z - m), axis=1, keepdims=True)) + m)
+
+
+def test_elementwise_results_share_their_operands_class_and_keepdims_reductions_are_kept():
+    found = classes(log_sum_exp, (0, 1))
+    assert found["Z"] == shapes.Like("Z")  # `X + b` may broadcast either: a class of its own
+    assert found["m"] == shapes.Kept("Z", (1,))
+    assert found["log_sum_exp_sub"] == shapes.Like("Z")
+    assert sum(kind == shapes.Like("Z") for kind in found.values()) == 3  # Z, Z - m, and its exp
+    assert found["log_sum_exp_add"] == shapes.Kept("Z", (1,))  # log of a kept sum, plus a kept max
+
+
+def test_generated_code_sums_over_kept_axes_and_skips_unbroadcast_where_shapes_match():
+    text = adjoint.source(log_sum_exp, wrt=(0, 1))
+    assert "m_bar = m_bar - log_sum_exp_sub_bar.sum(axis=1, keepdims=True)" in text  # `m`'s share of `Z - m`
+    assert "adj.unbroadcast(log_sum_exp_sub_bar" not in text  # `Z`'s share: nothing to undo
+    assert "adj.unbroadcast(Z_bar, X)" in text and "adj.unbroadcast(Z_bar, b)" in text  # X + b may broadcast
+
+
+def python_numbers(x, n):
+    k = x.shape[0]
+    s = 0.0
+    return np.sum(x * k) / len(x) + s * n
+
+
+def test_python_numbers_come_from_literals_lengths_and_shape_items():
+    found = classes(python_numbers)
+    assert found["k"] == found["s"] == shapes.PYTHON_NUMBER
+    assert found["n"] == shapes.Like("n")  # a parameter may be an array
+
+
+def grows(h, w):
+    for _ in range(2):
+        h = h * w  # (1,) times (3,): `h` changes shape in the loop
+    return np.sum(h)
+
+
+def test_a_loop_carried_value_whose_shape_changes_is_opaque():
+    found = classes(grows)
+    carried = [name for name in found if name.startswith("h_")]
+    assert any(found[name] == shapes.OPAQUE for name in carried)
+    check_grad(grows, np.array([0.5]), rng.normal(size=3))
+
+
+def stale(h, w):
+    u = h
+    for _ in range(2):
+        u = h * 2.0  # the shape `h` had at the start of this iteration
+        h = h * w
+    return np.sum(u + h)  # `u` was broadcast against the grown `h`
+
+
+def test_a_value_computed_before_its_root_changed_is_not_taken_to_share_its_shape():
+    check_grad(stale, np.array([0.5]), rng.normal(size=3))
+
+
+def shrinking_newton(a):
+    x = a
+    for _ in range(3):
+        x = 0.5 * (x + a / x)
+    return np.sum(x)
+
+
+def test_a_loop_that_keeps_its_shape_needs_no_unbroadcast():
+    assert "adj.unbroadcast" not in adjoint.source(shrinking_newton)
+    check_grad(shrinking_newton, rng.uniform(1.0, 2.0, size=4))
+
+
+def centred(x, axis_sum):
+    mean = np.mean(x, axis=(0, 2), keepdims=True)
+    spread = np.sum(x, axis=-1, keepdims=True)
+    return np.sum((x - mean) ** 2 * axis_sum) + np.sum(np.tanh(x / spread))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tuple_and_negative_axes_and_float32_keep_their_dtype(dtype):
+    x = rng.uniform(1.0, 2.0, size=(2, 3, 4)).astype(dtype)
+    check_grad(centred, x, dtype(1.5))
+    gradient = adjoint.grad(centred)(x, dtype(1.5))
+    assert gradient.dtype == dtype and gradient.shape == x.shape
+
+
+def complex_mix(x, z):
+    w = x * z  # a real `x` times a complex `z`: `x`'s cotangent is the real part
+    return np.sum(np.abs(w - np.max(x, axis=0, keepdims=True)) ** 2)
+
+
+def test_a_real_operand_of_a_complex_product_keeps_its_unbroadcast():
+    x = rng.normal(size=(3, 2))
+    z = rng.normal(size=(3, 2)) + 1j * rng.normal(size=(3, 2))
+    check_grad(complex_mix, x, z)
+    assert adjoint.grad(complex_mix)(x, z).dtype == np.float64
+
+
+def square_with_broadcast(x, b):
+    y = x * x + b
+    return np.sum(y * y)
+
+
+def test_a_value_times_itself_needs_no_unbroadcast_but_its_broadcast_partner_does():
+    text = adjoint.source(square_with_broadcast, wrt=(0, 1))
+    assert "adj.unbroadcast(y_add_bar, b)" in text or "adj.unbroadcast(y_bar, b)" in text
+    check_grad(square_with_broadcast, rng.normal(size=(2, 3)), rng.normal(size=3))
+    check_grad(square_with_broadcast, rng.normal(size=3), rng.normal(size=(2, 3)))
+
+
+def global_scale(x):
+    return np.sum(x * SCALE)
+
+
+SCALE = np.ones((2, 3))
+
+
+def test_a_global_array_is_not_taken_to_share_a_parameters_shape():
+    assert "adj.unbroadcast" in adjoint.source(global_scale)
+    check_grad(global_scale, rng.normal(size=3))
