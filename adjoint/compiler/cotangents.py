@@ -47,6 +47,8 @@ class Cotangents:
             self.live.add(var)
             return syntax.assign(bar, expr)
         if var in self.numeric:
+            if isinstance(expr, gast.UnaryOp) and isinstance(expr.op, gast.USub):  # `x_bar - g`, not `x_bar + -g`
+                return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Sub, expr.operand))
             return syntax.assign(bar, syntax.binop(syntax.name(bar), gast.Add, expr))
         # A tuple's cotangent is a tuple, which `+` would concatenate.
         return syntax.assign(bar, syntax.call(f"{self.ctx.runtime_alias}.add", [syntax.name(bar), expr]))
