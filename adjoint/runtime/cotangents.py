@@ -124,8 +124,12 @@ def unbroadcast(g, x):
     >>> unbroadcast(np.array([1 + 2j, 3 - 1j]), np.zeros(2)), unbroadcast(np.ones(3), 0.5)
     (array([1., 3.]), np.float64(3.0))
     """
-    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
-        return g
+    if type(g) is np.ndarray and type(x) is np.ndarray and g.dtype == x.dtype:
+        if g.shape == x.shape:
+            return g
+        extra = g.ndim - x.ndim  # a bias broadcast along leading axes: the common case, kept cheap
+        if extra > 0 and g.shape[extra:] == x.shape:
+            return g.sum(axis=0) if extra == 1 else g.sum(axis=tuple(range(extra)))
     if type(x) in _FLOAT64 and type(g) in _FLOAT64:  # scalar loops: the common case, kept cheap
         return g
     if isinstance(x, (float, int)) and np.iscomplexobj(g):  # a real operand of a complex result
@@ -205,6 +209,13 @@ def unreduce(g, x, axis=None, keepdims=False):
     """
     if type(x) is float:  # scalar code: kept cheap
         return float(np.real(g))
+    if type(x) is np.ndarray and x.dtype.kind == "f" and x.size <= 4096:  # a small array: filling beats a view
+        if axis is None and type(g) in _FLOAT64:
+            return np.full(x.shape, g, dtype=x.dtype)
+        if keepdims and type(g) is np.ndarray and g.dtype == x.dtype:
+            spread_out = np.empty_like(x)
+            spread_out[...] = g
+            return spread_out
     array = from_sequence(x)
     g = spread(g, axis, keepdims)
     if type(array) is np.ndarray and array.dtype.kind in "fc":  # cast the small `g`, then broadcast it
@@ -247,6 +258,8 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
     items, x = x, from_sequence(x)
     g, ans = spread(g, axis, keepdims), spread(ans, axis, keepdims)
     chosen = x == ans
+    if np.count_nonzero(chosen) == np.size(ans) and not np.isnan(ans).any():  # no ties: one entry per slice
+        return as_sequence(unbroadcast(g * chosen, x), items)
     count = np.maximum(np.sum(chosen, axis=axis, keepdims=True), 1)  # 0 where the extremum is NaN
     return as_sequence(unbroadcast(g * chosen / count, x), items)
 

@@ -165,6 +165,8 @@ def scatter_add(buffer, index, value):
     elif isinstance(buffer, np.ndarray):
         if type(index) is int and type(value) in (float, np.float64) and buffer.ndim == 1:
             buffer[index] += value  # one item of a vector: the common case in loops, kept cheap
+        elif type(index) is int and type(value) is np.ndarray and value.dtype == buffer.dtype and value.shape == buffer.shape[1:]:
+            buffer[index] += value  # one row of a matrix: the common case in loops, kept cheap
         elif _is_advanced(index):
             np.add.at(buffer, index, value)  # `buffer[index] += value` would keep one of the repeats
         else:

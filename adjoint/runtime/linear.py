@@ -33,10 +33,13 @@ def matmul_lhs_bar(g, a, b):
     >>> matmul_lhs_bar(np.ones(4), np.ones(3), b)  # a vector `a` gets a vector
     array([ 6., 22., 38.])
     """
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and a.dtype.kind in "fc":
+        if b.ndim == 2:  # matrices, and a matrix times a vector: the common cases, kept cheap
+            return unbroadcast(g @ b.T, a)
+        if b.ndim == 1:
+            return unbroadcast(np.multiply.outer(g, b), a)
     if not is_differentiable(a):
         return None
-    if np.ndim(a) == 2 and np.ndim(b) == 2:
-        return unbroadcast(g @ b.T, a)
     g2, a2, b2 = _as_matrices(g, a, b)
     a_bar = g2 @ np.swapaxes(b2, -1, -2)
     return np.reshape(unbroadcast(a_bar, a2), np.shape(a))
@@ -50,10 +53,10 @@ def matmul_rhs_bar(g, a, b):
            [5., 5., 5., 5.],
            [7., 7., 7., 7.]])
     """
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim <= 2 and b.dtype.kind in "fc":
+        return unbroadcast(a.T @ g, b)  # matrices, and a matrix times a vector: the common cases, kept cheap
     if not is_differentiable(b):
         return None
-    if np.ndim(a) == 2 and np.ndim(b) == 2:
-        return unbroadcast(a.T @ g, b)
     g2, a2, b2 = _as_matrices(g, a, b)
     b_bar = np.swapaxes(a2, -1, -2) @ g2
     return np.reshape(unbroadcast(b_bar, b2), np.shape(b))
