@@ -188,6 +188,24 @@ def test_unreduce_chosen_keeps_float32():
     assert out.dtype == np.float32
 
 
+def test_unreduce_chosen_with_a_nan_row_and_a_tied_row_shares_only_the_ties():
+    # two chosen entries in one row and none in the NaN row: as many as rows, yet not one per row
+    x = np.array([[1.0, 4.0, 4.0], [np.nan, 0.0, 1.0], [2.0, 0.0, 1.0]])
+    ans = np.max(x, axis=1, keepdims=True)
+    out = adj.unreduce_chosen(np.array([[2.0], [3.0], [5.0]]), x, ans, axis=1, keepdims=True)
+    np.testing.assert_allclose(out, [[0.0, 1.0, 1.0], [0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+
+
+def test_unreduce_of_a_small_array_is_a_writeable_array_of_its_dtype():
+    x = np.zeros((2, 3), dtype=np.float32)
+    total = adj.unreduce(2.0, x)
+    kept = adj.unreduce(np.ones((2, 1), dtype=np.float32), x, axis=1, keepdims=True)
+    for out in (total, kept):
+        assert out.dtype == np.float32 and out.shape == (2, 3) and out.flags.writeable
+    np.testing.assert_array_equal(total, np.full((2, 3), 2.0))
+    assert np.iscomplexobj(adj.unreduce(np.ones((2, 1)) * 1j, x.astype(complex), axis=1, keepdims=True))
+
+
 def test_tie_weight_is_one_zero_or_half():
     x = np.array([3.0, 1.0, 2.0])
     other = np.array([1.0, 3.0, 2.0])
@@ -400,6 +418,15 @@ def test_scatter_add_into_an_array(index, value, expected):
     buffer = adj.buffer_like(np.zeros(4, dtype=np.float32))
     adj.scatter_add(buffer, index, value)
     np.testing.assert_array_equal(buffer, expected)
+    assert buffer.dtype == np.float32
+
+
+def test_scatter_add_of_a_row_adds_it_and_casts_another_dtype():
+    buffer = adj.buffer_like(np.zeros((3, 2), dtype=np.float32))
+    adj.scatter_add(buffer, 1, np.array([1.0, 2.0], dtype=np.float32))
+    adj.scatter_add(buffer, 1, np.array([0.5, 0.5]))  # float64 into float32
+    adj.scatter_add(buffer, -1, np.array([1.0, 1.0], dtype=np.float32))
+    np.testing.assert_array_equal(buffer, [[0.0, 0.0], [1.5, 2.5], [1.0, 1.0]])
     assert buffer.dtype == np.float32
 
 
