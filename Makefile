@@ -21,7 +21,7 @@ demo: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py $(BENCHFLAGS)
 
 docs: $(VENV)/.installed
 	$(BIN)/python -m adjoint.catalog > docs/rules.md

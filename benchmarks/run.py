@@ -1,267 +1,188 @@
-"""Gradient time of adjoint (and autograd, when installed) divided by hand-written NumPy's, and
-the same for a Hessian-vector product (`hvp`: forward mode over the gradient).
+"""`make bench`: gradient time of adjoint and its peers (autograd, JAX eager and jit, PyTorch
+eager; each skipped with a note when not installed) as a ratio to hand-written NumPy's in the
+same run, then first calls, adjoint's overhead and peak memory; printed as markdown and, for a
+full run, written to `results/latest.md` and a dated copy named after the machine.
 
-Every system's gradient is checked against the hand-written one before it is timed; rounds
-are interleaved and medians reported; BLAS runs on one thread. Run with `make bench`.
+Every system's result is checked against the hand-written one before it is timed (one that
+disagrees or fails is not timed, and the table says why); rounds are interleaved and medians
+reported; BLAS, XLA and PyTorch run on one thread.
+
+    python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--slow]
+
+`--quick`: one short round (a smoke test; nothing written). `--only`: a subset of the
+workloads, `overhead` and `memory` (nothing written). `--slow`: also JAX jit of the 1000-step
+scalar loop, which takes over a minute to compile.
 """
 
 import os
 
+# before NumPy is imported: BLAS reads these once (`peer_jax` and `peer_torch` pin their own)
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")
 
-import math  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
+import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import adjoint  # noqa: E402
+import overhead  # noqa: E402
+import peers as peer_modules  # noqa: E402
+import report  # noqa: E402
+import timing  # noqa: E402
+import workloads as workload_modules  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from train import Chain, Dense, identity  # noqa: E402  (the model of examples/train.py)
-
-try:
-    import autograd  # noqa: E402
-    import autograd.numpy as anp  # noqa: E402
-except ImportError:
-    autograd = None
+SECTIONS = ("overhead", "memory")
 
 
-def mlp_loss(W1, b1, W2, b2, x, y):
-    h = np.tanh(x @ W1 + b1)
-    z = h @ W2 + b2
-    m = np.max(z, axis=1, keepdims=True)
-    lse = np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)) + m
-    return -np.sum(y * (z - lse)) / x.shape[0]
+def progress(message):
+    print(message, file=sys.stderr, flush=True)
 
 
-def mlp_hand(W1, b1, W2, b2, x, y):
-    h = np.tanh(x @ W1 + b1)
-    z = h @ W2 + b2
-    e = np.exp(z - np.max(z, axis=1, keepdims=True))
-    p = e / np.sum(e, axis=1, keepdims=True)
-    dz = (p * np.sum(y, axis=1, keepdims=True) - y) / x.shape[0]
-    da = (dz @ W2.T) * (1 - h * h)
-    return x.T @ da, np.sum(da, axis=0), h.T @ dz, np.sum(dz, axis=0)
-
-
-def mlp_autograd(W1, b1, W2, b2, x, y):
-    h = anp.tanh(anp.dot(x, W1) + b1)
-    z = anp.dot(h, W2) + b2
-    m = anp.max(z, axis=1, keepdims=True)
-    lse = anp.log(anp.sum(anp.exp(z - m), axis=1, keepdims=True)) + m
-    return -anp.sum(y * (z - lse)) / x.shape[0]
-
-
-def mlp_model_loss(model, x, y):
-    z = model(x)
-    m = np.max(z, axis=1, keepdims=True)
-    lse = np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)) + m
-    return -np.sum(y * (z - lse)) / x.shape[0]
-
-
-def mlp_model_adjoint(W1, b1, W2, b2, x, y):
-    """adjoint's structural gradient of the model holding these arrays, as a tuple."""
-    model = Chain(Dense(W1, b1), Dense(W2, b2, identity))
-    grad = adjoint.grad(mlp_model_loss)
-
-    def gradient(*args):
-        g = grad(model, args[4], args[5])
-        return g.layers[0].W, g.layers[0].b, g.layers[1].W, g.layers[1].b
-
-    return gradient
-
-
-def lse_loss(X, b):
-    Z = X + b
-    m = np.max(Z, axis=1, keepdims=True)
-    return np.sum(np.log(np.sum(np.exp(Z - m), axis=1, keepdims=True)) + m)
-
-
-def lse_hand(X, b):
-    Z = X + b
-    e = np.exp(Z - np.max(Z, axis=1, keepdims=True))
-    p = e / np.sum(e, axis=1, keepdims=True)
-    return p, np.sum(p, axis=0)
-
-
-def lse_autograd(X, b):
-    Z = X + b
-    m = anp.max(Z, axis=1, keepdims=True)
-    return anp.sum(anp.log(anp.sum(anp.exp(Z - m), axis=1, keepdims=True)) + m)
-
-
-def rnn_loss(W, U, xs, h):
-    for x in xs:
-        h = np.tanh(W @ h + U @ x)
-    return np.sum(h * h)
-
-
-def rnn_hand(W, U, xs, h):
-    hs = [h]
-    for x in xs:
-        hs.append(np.tanh(W @ hs[-1] + U @ x))
-    dh = 2 * hs[-1]
-    dW, dU, dxs = np.zeros_like(W), np.zeros_like(U), np.zeros_like(xs)
-    for t in range(len(xs) - 1, -1, -1):
-        da = dh * (1 - hs[t + 1] ** 2)
-        dW += np.outer(da, hs[t])
-        dU += np.outer(da, xs[t])
-        dxs[t] = U.T @ da
-        dh = W.T @ da
-    return dW, dU, dxs, dh
-
-
-def rnn_autograd(W, U, xs, h):
-    for x in xs:
-        h = anp.tanh(anp.dot(W, h) + anp.dot(U, x))
-    return anp.sum(h * h)
-
-
-def scalar_loss(a, b):
-    s = 0.0
-    for i in range(1000):
-        s = s + math.sin(a * i) * b + math.exp(-b * s * 1e-3)
-    return s
-
-
-def scalar_hand(a, b):
-    s, trace = 0.0, []
-    for i in range(1000):
-        trace.append(s)
-        s = s + math.sin(a * i) * b + math.exp(-b * s * 1e-3)
-    da, db, ds = 0.0, 0.0, 1.0
-    for i in range(999, -1, -1):
-        s_prev = trace[i]
-        e = math.exp(-b * s_prev * 1e-3)
-        da += ds * math.cos(a * i) * i * b
-        db += ds * (math.sin(a * i) - e * s_prev * 1e-3)
-        ds = ds * (1.0 - e * b * 1e-3)
-    return da, db
-
-
-def scalar_autograd(a, b):
-    s = 0.0
-    for i in range(1000):
-        s = s + anp.sin(a * i) * b + anp.exp(-b * s * 1e-3)
-    return s
-
-
-def mlp_hvp_hand(W1, b1, W2, b2, x, y, V1, v1, V2, v2):
-    """The Hessian of `mlp_loss` times (V1, v1, V2, v2), by hand: tangents forward, then the
-    tangent of each backward step (Pearlmutter's R-operator)."""
-    n = x.shape[0]
-    h = np.tanh(x @ W1 + b1)
-    z = h @ W2 + b2
-    e = np.exp(z - np.max(z, axis=1, keepdims=True))
-    p = e / np.sum(e, axis=1, keepdims=True)
-    rows = np.sum(y, axis=1, keepdims=True)
-    dh = (1 - h * h) * (x @ V1 + v1)
-    dz = dh @ W2 + h @ V2 + v2
-    dp = p * (dz - np.sum(p * dz, axis=1, keepdims=True))
-    gz, rgz = (p * rows - y) / n, dp * rows / n
-    gh = gz @ W2.T
-    rgh = rgz @ W2.T + gz @ V2.T
-    rga = rgh * (1 - h * h) - gh * 2 * h * dh
-    return x.T @ rga, np.sum(rga, axis=0), dh.T @ gz + h.T @ rgz, np.sum(rgz, axis=0)
-
-
-def hvp_row(rng):
-    """`hvp`: the Hessian-vector product of the `mlp_small` loss with respect to its weights."""
-    args = mlp_inputs(8, 16, 4, 4, rng)
-    directions = [rng.normal(size=np.shape(a)) for a in args[:4]]
-    gradient = adjoint.grad(mlp_loss, wrt=(0, 1, 2, 3))
-    candidates = {
-        "hand-written": lambda *a: mlp_hvp_hand(*a, *directions),
-        "adjoint": lambda *a: adjoint.jvp(gradient, a, (*directions, None, None))[1],
+def systems_for(workload, peers, skipped, slow):
+    """{system: (function, arguments, result -> NumPy arrays) or why there is none}."""
+    systems = {
+        "hand-written": (workload.hand, workload.args, tuple),
+        "adjoint": (workload.adjoint, workload.args, tuple),
     }
-    if autograd:
-        inner = autograd.grad(lambda ps, x, y: mlp_autograd(*ps, x, y))  # its hvp: reverse over reverse
-        product = autograd.grad(lambda ps, x, y: sum(anp.sum(g * d) for g, d in zip(inner(ps, x, y), directions)))
-        candidates["autograd"] = lambda *a: product(tuple(a[:4]), a[4], a[5])
-    return "hvp (mlp_small loss)", candidates, args
+    for name, note in skipped.items():
+        systems.update({c: note for c in peer_modules.COLUMNS[name]})
+    for peer in peers:
+        try:
+            systems.update(peer.systems(workload, slow))
+        except Exception as error:  # a peer's failure is reported, not fatal
+            systems.update({c: f"{c} failed to set up {workload.name}: {error!r}" for c in peer.columns})
+    return systems
 
 
-def mlp_inputs(n_in, n_hidden, n_out, batch, rng):
-    y = np.eye(n_out)[rng.integers(0, n_out, size=batch)]
-    return [
-        rng.normal(size=(n_in, n_hidden)) * 0.1, np.zeros(n_hidden),
-        rng.normal(size=(n_hidden, n_out)) * 0.1, np.zeros(n_out),
-        rng.normal(size=(batch, n_in)), y,
-    ]
+def mismatch(got, expected):
+    """What is wrong with `got` as a gradient equal to `expected`, or None."""
+    got = tuple(got)
+    if len(got) != len(expected):
+        return f"{len(got)} gradients where the hand-written gradient has {len(expected)}"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        try:
+            np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-9)
+        except AssertionError:
+            error = np.max(np.abs(np.asarray(g, dtype=float) - e))
+            return f"gradient {i} differs from the hand-written one (largest difference {error:.3g})"
+    return None
 
 
-def workloads(rng):
-    return {
-        "mlp (784-256-10, batch 64)": (mlp_loss, mlp_hand, mlp_autograd, mlp_inputs(784, 256, 10, 64, rng), (0, 1, 2, 3)),
-        "mlp_small (8-16-4, batch 4)": (mlp_loss, mlp_hand, mlp_autograd, mlp_inputs(8, 16, 4, 4, rng), (0, 1, 2, 3)),
-        "logsumexp_broadcast (1000x100)": (lse_loss, lse_hand, lse_autograd, [rng.normal(size=(1000, 100)), rng.normal(size=100)], (0, 1)),
-        "rnn (hidden 32, 50 steps)": (rnn_loss, rnn_hand, rnn_autograd, [
-            rng.normal(size=(32, 32)) * 0.2, rng.normal(size=(32, 8)) * 0.2, rng.normal(size=(50, 8)), np.zeros(32),
-        ], (0, 1, 2, 3)),
-        "scalar_loop (1000 iterations)": (scalar_loss, scalar_hand, scalar_autograd, [0.3, 0.7], (0, 1)),
-        # `mlp` as a Chain of Dense objects, differentiated structurally (autograd: the array version)
-        "mlp_model (mlp as a Chain of Dense objects)": (
-            mlp_model_adjoint, mlp_hand, mlp_autograd, mlp_inputs(784, 256, 10, 64, rng), None,
-        ),
-    }
+def first_calls(workload, systems):
+    """Call each system once, timed, and check its result: the calls that may be timed
+    (name -> (function, arguments)) and each system's first-call seconds (or why none)."""
+    expected = tuple(workload.hand(*workload.args))
+    runnable, firsts = {}, {}
+    for name, system in systems.items():
+        if isinstance(system, str):
+            firsts[name] = system
+            continue
+        fn, args, to_numpy = system
+        try:
+            result, seconds = peer_modules.first_call(fn, args)
+            problem = mismatch(to_numpy(result), expected)
+        except Exception as error:  # reported in the table, not fatal
+            problem = f"raised {type(error).__name__}: {error}"
+        if problem:
+            firsts[name] = f"{name} on {workload.name}: {problem}; not timed"
+            progress(f"  !! {firsts[name]}")
+        else:
+            runnable[name], firsts[name] = (fn, args), seconds
+    return runnable, firsts
 
 
-def median_time(fn, args, budget=0.2):
-    reps, elapsed = 1, 0.0
-    while elapsed < 0.02:
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn(*args)
-        elapsed = time.perf_counter() - start
-        reps *= 2
-    samples = []
-    for _ in range(max(5, int(budget / max(elapsed / reps * 2, 1e-9) / reps))):
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn(*args)
-        samples.append((time.perf_counter() - start) / reps)
-        if len(samples) >= 15:
-            break
-    return statistics.median(samples)
+def time_workloads(selected, peers, skipped, options):
+    """The timing table's rows and the first-call table's rows."""
+    rows, first_rows = [], []
+    for workload in selected:
+        progress(f"{workload.name}: first calls and checks")
+        runnable, firsts = first_calls(workload, systems_for(workload, peers, skipped, options.slow))
+        progress(f"{workload.name}: timing {', '.join(runnable)}")
+        medians = timing.interleaved(runnable, options.rounds, options.budget)
+        rows.append((workload, {**firsts, **medians}))
+        first_rows.append((workload, firsts, medians.get("JAX jit", firsts["JAX jit"])))
+    return rows, first_rows
 
 
-def main():
-    rng = np.random.default_rng(0)
-    systems = ["hand-written", "adjoint"] + (["autograd"] if autograd else [])
-    rows = []
-    cases = []
-    for name, (loss, hand, ag_loss, args, wrt) in workloads(rng).items():
-        structural = wrt is None  # `loss` makes adjoint's gradient function for these arrays
-        candidates = {"hand-written": hand, "adjoint": loss(*args) if structural else adjoint.grad(loss, wrt=wrt)}
-        wrt = (0, 1, 2, 3) if structural else wrt
-        if autograd:
-            candidates["autograd"] = autograd.grad(lambda *a, ag_loss=ag_loss: ag_loss(*a), argnum=list(wrt))
-        cases.append((name, candidates, args))
-    cases.append(hvp_row(rng))
-    for name, candidates, args in cases:
-        hand = candidates["hand-written"]
-        expected = hand(*args)
-        for system, fn in candidates.items():
-            for got, want in zip(fn(*args), expected):
-                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9, err_msg=f"{system} on {name}")
-        times = {s: [] for s in candidates}
-        for _ in range(3):  # interleaved rounds
-            for system, fn in candidates.items():
-                times[system].append(median_time(fn, args))
-        medians = {s: statistics.median(t) for s, t in times.items()}
-        rows.append((name, medians))
-    print(f"Gradient time / hand-written NumPy gradient time (same run; {platform.processor() or platform.machine()}, "
-          f"Python {sys.version.split()[0]}, NumPy {np.__version__}, 1 thread)\n")
-    print("| workload | hand-written (us) | " + " | ".join(systems[1:]) + " |")
-    print("|---|---:|" + "---:|" * (len(systems) - 1))
-    for name, medians in rows:
-        base = medians["hand-written"]
-        ratios = " | ".join(f"{medians[s] / base:.2f}" for s in systems[1:])
-        print(f"| {name} | {base * 1e6:.1f} | {ratios} |")
+def measure_overhead(all_workloads, options):
+    runs = 1 if options.quick else 3
+    progress("overhead: first differentiation in fresh processes")
+    cold = overhead.first_differentiation(warm=False, runs=runs)
+    warm = overhead.first_differentiation(warm=True, runs=runs)
+    progress("overhead: cached-call overhead")
+    extra = overhead.cached_call_overhead(all_workloads["mlp_small"], options.rounds, options.budget)
+    return report.overhead_table(warm, cold, extra)
+
+
+def markdown(rows, first_rows, overhead_lines, peaks, peers, options, seconds):
+    columns = [c for name in peer_modules.MODULES for c in peer_modules.COLUMNS[name]]
+    out = ["# adjoint benchmarks", "", report.machine(peers), ""]  # a skipped peer: footnoted in its cells
+    if rows:
+        out += [
+            "## Gradient time / hand-written NumPy gradient time", "",
+            f"Medians of interleaved rounds ({options.rounds}); every result was checked against the "
+            "hand-written one before it was timed. `target`: the issue's bound on adjoint's ratio.", "",
+        ]
+        out += report.timing_table(rows, columns) + [""]
+        first_columns = ["adjoint", *peer_modules.COLUMNS["JAX"]]
+        out += [
+            "## First calls", "",
+            "adjoint: transform and run (the first workload also pays adjoint's one-time setup, and "
+            "mlp_small, after mlp, reuses the code generated for its loss); JAX jit: trace, compile and run; "
+            "JAX eager: run, compiling each primitive the first time it meets it.", "",
+        ]
+        out += report.first_call_table(first_rows, first_columns) + [""]
+    if overhead_lines:
+        out += ["## Transform cost and cached-call overhead", ""] + overhead_lines + [""]
+    if peaks:
+        out += [
+            "## Peak memory during one gradient / hand-written's", "",
+            "tracemalloc's peak above the memory in use before the call, gradients included "
+            "(JAX and PyTorch allocate outside its view).", "",
+        ]
+        out += report.memory_table(peaks) + [""]
+    out.append(
+        f"The run took {seconds:.0f} s{' (--quick)' if options.quick else ''}; the machine's load average over "
+        f"its last 5 minutes was {os.getloadavg()[1]:.2f} (on {os.cpu_count()} logical cores): other work on "
+        "the machine slows every system, and moves the small workloads' ratios most."
+    )
+    return "\n".join(out) + "\n"
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one short round, for a smoke test")
+    parser.add_argument("--only", help="comma-separated names: " + ", ".join(workload_modules.NAMES + SECTIONS))
+    parser.add_argument("--slow", action="store_true", help="include JAX jit of the 1000-step loop")
+    options = parser.parse_args(argv)
+    known = workload_modules.NAMES + SECTIONS
+    options.names = options.only.split(",") if options.only else list(known)
+    unknown = set(options.names) - set(known)
+    if unknown:
+        parser.error(f"unknown names {sorted(unknown)}; choose from {', '.join(known)}")
+    options.rounds, options.budget = (1, 0.02) if options.quick else (5, 0.1)
+    return options
+
+
+def main(argv=None):
+    options = parse(argv)
+    start = time.perf_counter()
+    all_workloads = workload_modules.build()
+    peers, skipped = peer_modules.load()
+    selected = [w for name, w in all_workloads.items() if name in options.names]
+    rows, first_rows = time_workloads(selected, peers, skipped, options)
+    overhead_lines = measure_overhead(all_workloads, options) if "overhead" in options.names else []
+    if "memory" in options.names:
+        progress("memory: peaks")
+    peaks = overhead.memory(all_workloads, peers) if "memory" in options.names else {}
+    seconds = time.perf_counter() - start
+    text = markdown(rows, first_rows, overhead_lines, peaks, peers, options, seconds)
+    print(text)
+    if options.quick or options.only:
+        progress("(a partial run: results/ left as it is)")
+    else:
+        progress("written: " + ", ".join(report.write(text)))
 
 
 if __name__ == "__main__":
