@@ -71,19 +71,35 @@ def classes(node: gast.FunctionDef, python_numbers=()) -> dict:
         if definitions.get(name) == [None]:  # never rebound
             definitions[name] = [_NUMBER]
     once = {name for name, values in definitions.items() if len(values) == 1}
+    readers: dict[str, set] = {}  # the names whose definitions read a name
+    for name, values in definitions.items():
+        for value in values:
+            for read in _reads(value):
+                readers.setdefault(read, set()).add(name)
     known: dict = {}
+    pending = set(definitions)
     for _ in range(2 * len(definitions) + 2):  # loops make definitions circular: iterate to a fixpoint
-        changed = False
-        for name, values in definitions.items():
+        if not pending:
+            return {name: known.get(name, OPAQUE) for name in definitions}
+        changed = set()
+        for name, values in definitions.items():  # in order: most names settle in the first round
+            if name not in pending:
+                continue
             found = [_class_of(v, name, known, once, definitions) for v in values]
             if name in known:
                 found = [known[name] if f is None else f for f in found]
             joined = _join(found, name, once)
             if joined is not None and known.get(name) != joined:
-                known[name], changed = joined, True
-        if not changed:
-            return {name: known.get(name, OPAQUE) for name in definitions}
+                known[name] = joined
+                changed |= readers.get(name, set())
+        pending = changed
     return dict.fromkeys(definitions, OPAQUE)  # not settled: claim nothing
+
+
+def _reads(value) -> set:
+    if value is None or value is _NUMBER:
+        return set()
+    return {n.id for n in gast.walk(value) if isinstance(n, gast.Name)}
 
 
 def _definitions(node) -> dict:
@@ -92,21 +108,33 @@ def _definitions(node) -> dict:
     name declared `global` or `nonlocal` anywhere inside may change behind any call."""
     stores: dict[str, int] = {}
     shared = set()
-    for child in gast.walk(node):
+    todo = [(node, False)]  # (node, inside a nested scope: its names are its own)
+    while todo:
+        child, nested = todo.pop()
+        bound = None
         if isinstance(child, (gast.Global, gast.Nonlocal)):
             shared.update(child.names)
-    for child in syntax.walk_local(node):
-        bound = []
-        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
-            bound = [child.id]
+        elif nested:
+            pass
+        elif isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+            bound = child.id
         elif isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) and child is not node:
-            bound = [child.name]
-        elif isinstance(child, (gast.MatchAs, gast.MatchStar)) and child.name:
-            bound = [child.name]
-        elif isinstance(child, gast.MatchMapping) and child.rest:
-            bound = [child.rest]
-        for name in bound:
-            stores[name] = stores.get(name, 0) + 1
+            bound = child.name
+        elif isinstance(child, (gast.MatchAs, gast.MatchStar)):
+            bound = child.name
+        elif isinstance(child, gast.MatchMapping):
+            bound = child.rest
+        if bound:
+            stores[bound] = stores.get(bound, 0) + 1
+        scope = child is not node and isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef))
+        if scope and not nested:  # its defaults and decorators run in this scope (a `:=` there binds here)
+            outer = syntax.default_values(child) if not isinstance(child, gast.ClassDef) else []
+            outer += list(getattr(child, "decorator_list", []))
+            todo.extend((part, False) for part in outer)
+            ids = {id(part) for part in outer}
+            todo.extend((grandchild, True) for grandchild in gast.iter_child_nodes(child) if id(grandchild) not in ids)
+        else:
+            todo.extend((grandchild, nested) for grandchild in gast.iter_child_nodes(child))
     args = node.args
     for param in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
         stores[param.id] = stores.get(param.id, 0) + 1

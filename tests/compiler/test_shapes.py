@@ -1,6 +1,9 @@
 """compiler.shapes: which names certainly share a shape and dtype, so that elementwise adjoints
 skip `adj.unbroadcast` where nothing was broadcast, and nowhere else."""
 
+import textwrap
+
+import gast
 import numpy as np
 import pytest
 
@@ -136,3 +139,18 @@ SCALE = np.ones((2, 3))
 def test_a_global_array_is_not_taken_to_share_a_parameters_shape():
     assert "adj.unbroadcast" in adjoint.source(global_scale)
     check_grad(global_scale, rng.normal(size=3))
+
+
+
+def test_a_name_bound_again_in_a_nested_default_is_not_taken_to_be_defined_once():
+    source = textwrap.dedent("""
+        def f(x, w):
+            y = x * 2.0
+            def inner(v=(y := w)):
+                z = v
+                return z
+            return y * x
+    """)
+    found = shapes.classes(gast.parse(source).body[0])
+    assert found["y"] == shapes.OPAQUE  # bound twice: `y = x * 2.0`, then the default's `:=`
+    assert "z" not in found  # the nested function's own name
