@@ -31,6 +31,7 @@ import types
 import gast
 import numpy as np
 
+from .. import runtime
 from . import aliases, effects, kinds, resolve, syntax
 from . import annotations as anno
 from .context import Context
@@ -176,7 +177,8 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
             others |= known.contained | set().union(*(known.sharing(n) for n in known.contained))
     seen_later = sorted(n for n in others if _read_after(n, index, facts))
     views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads
-             and not (isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known))]
+             and not (isinstance(d.value, gast.Name) and (
+                 _holds_a_literal(d.value.id, known) or update is not None and _made_here(d.value.id, facts)))]
     if roots & known.loop_items:
         reason = f"`{name}` is an item of the sequence the loop walks"
     elif views:
@@ -249,6 +251,30 @@ def _holds_a_literal(name, known, seen=None) -> bool:
         or isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known, seen)
         for d in definitions
     )
+
+
+def _made_here(name, facts, seen=None) -> bool:
+    """Whether every value `name` can hold is a new array this function made (`a = b * c`),
+    through plain copies and `adj.unbroadcast` of a value read nowhere else (which returns it,
+    or a new sum): updating a copy of it shows only through the names sharing it, which the
+    caller checks are not read afterwards. This is what a pullback's `x_bar += g` updates."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return True
+    seen.add(name)
+    definitions = facts.aliases.definitions.get(name, [])
+    for d in definitions:
+        value = d.value
+        if isinstance(value, gast.Name):
+            if not _made_here(value.id, facts, seen):
+                return False
+        elif isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) is runtime.unbroadcast:
+            passed = value.args[0] if value.args else None
+            if not (isinstance(passed, gast.Name) and len(facts.reads.get(passed.id, [])) == 1 and _made_here(passed.id, facts, seen)):
+                return False
+        elif not aliases.is_fresh(d):
+            return False
+    return bool(definitions)
 
 
 def _read_after(name, update, facts) -> bool:

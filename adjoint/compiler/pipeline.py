@@ -1,5 +1,5 @@
 """The compiler, start to finish: source -> fence -> within -> decorators -> control -> normalize -> ssa -> resolve ->
-frozen -> activity -> inplace -> reverse -> optimize -> emit -> load.
+frozen -> activity -> inplace -> reverse -> optimize -> accumulation -> emit -> load.
 
 `forward_function(fn, wrt, frozen)` returns the generated forward function of `fn` for the
 parameter positions `wrt`, with the argument paths in `frozen` treated as constants (see
@@ -17,7 +17,7 @@ import weakref
 
 from .. import runtime
 from ..errors import AdjointError
-from . import activity, control, decorators, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
+from . import accumulation, activity, control, decorators, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
@@ -37,10 +37,13 @@ PASSES = (
     ("inplace", inplace.transform),
     ("reverse", reverse.transform),
     ("optimize", optimize.transform),
+    ("accumulation", accumulation.transform),
 )
 
 # Forward mode (`jvp_function`) shares every pass up to `inplace`, then writes tangents instead.
-TANGENT_PASSES = PASSES[:-2] + (("tangent", tangent.transform), ("optimize", optimize.drop_dead_copies))
+TANGENT_PASSES = PASSES[: [name for name, _ in PASSES].index("reverse")] + (
+    ("tangent", tangent.transform), ("optimize", optimize.drop_dead_copies),
+)
 REVERSE, TANGENT = "reverse", "tangent"
 
 _compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit, mode) -> (code, Compiled)
@@ -108,19 +111,14 @@ def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
     `frozen` is `((position, (path, ...)), ...)`: the paths of the arguments that are frozen.
     `implicit` compiles for implicit parameters (`adjoint.params`): every call of a Python
     function is differentiated, since the function may read parameters through its globals."""
-    try:
-        per_function = _instances[fn]
-    except KeyError:
+    per_function = _instances.get(fn)
+    if per_function is None:
         per_function = _instances[fn] = {}
     generated = per_function.get((wrt, frozen, implicit))
-    if (
-        generated is None or generated.__adjoint_code__ is not fn.__code__
-        or not loader.still_valid(generated.__adjoint_compiled__, fn)
-    ):
+    if generated is None or generated.__adjoint_code__ is not fn.__code__ or not generated.__adjoint_bound__():
         result = compiled(fn, wrt, frozen, implicit)
         generated = loader.instantiate(result, fn)
         generated.__adjoint_code__ = fn.__code__
-        generated.__adjoint_compiled__ = result
         generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
         per_function[(wrt, frozen, implicit)] = generated
     return generated

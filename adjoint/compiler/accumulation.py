@@ -1,0 +1,210 @@
+"""Accumulation: a cotangent summed into an array the pullback made adds in place.
+
+Assumes: the output of `optimize` (the pullback's dead assignments gone).
+Guarantees: `x_bar = x_bar + g` (or `- g`) becomes `x_bar += g` where `x_bar` certainly holds
+an array this pullback allocated (a product, a sum, a matrix product's cotangent, a zero
+buffer) that no other name still to be read shares and nothing else was handed; elsewhere
+the code is unchanged. Adding in place spares a copy of the whole cotangent, which for large
+arrays costs more than the addition itself. A Python or NumPy scalar `x_bar` is immutable, so
+`+=` on it rebinds it exactly as `x_bar = x_bar + g` would.
+
+Before:  Z_bar = Z_bar + adj.unreduce_chosen(m_bar, Z, m, axis=1, keepdims=True)
+After:   Z_bar += adj.unreduce_chosen(m_bar, Z, m, axis=1, keepdims=True)
+"""
+
+from __future__ import annotations
+
+import gast
+
+from . import annotations as anno
+from . import syntax
+from .context import Context
+
+# Runtime helpers that keep no reference to their arguments: (returns a fresh array, may
+# return its first argument itself).
+_HELPERS = {
+    "unbroadcast": (False, True),
+    "matmul_lhs_bar": (True, False),
+    "matmul_rhs_bar": (True, False),
+    "unreduce_chosen": (True, False),
+    "zeros_like": (True, False),
+}
+_FRESH_METHODS = {"sum"}  # `g.sum(axis=1, keepdims=True)`: a new array, `g` untouched
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Add in place where the pullback nested in `node` accumulates into arrays it owns."""
+    pullback_name = node.body[-1].value.elts[1].id  # `return (value, f_pullback)`
+    pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef) and s.name == pullback_name)
+    _Owners(ctx.runtime_alias).block(pullback.body, set())
+    return node
+
+
+class _Owners:
+    """Which names hold arrays the pullback made, and which share them (`tokens`: name -> an
+    object standing for the array; None: not known to be the pullback's own). With `rewrite`
+    False it only follows them (a loop body's first reading)."""
+
+    def __init__(self, alias: str, rewrite: bool = True):
+        self.alias, self.rewrite = alias, rewrite
+        self.tokens: dict[str, object] = {}
+        self.handed: set[int] = set()  # arrays given away or shared: never updated in place
+
+    def block(self, body: list, live_out: set) -> None:
+        reads_after = _reads_after(body, live_out)
+        for index, stmt in enumerate(body):
+            if isinstance(stmt, gast.Assign):
+                new = self.assignment(stmt, reads_after[index])
+                if self.rewrite:
+                    body[index] = new
+            elif isinstance(stmt, (gast.For, gast.While)):
+                self.loop(stmt, reads_after[index])
+            elif isinstance(stmt, gast.If):
+                self.branches(stmt, reads_after[index])
+            else:
+                self.hand_over(stmt)
+                self.forget(syntax.stored_names(stmt) | set().union(*(syntax.stored_names(s) for s in syntax.statements([stmt]))))
+
+    def assignment(self, stmt, later: set):
+        target, value = stmt.targets[0], stmt.value
+        if not isinstance(target, gast.Name):
+            self.hand_over(value)
+            self.hand_over(target)
+            self.forget(syntax.stored_names(target))
+            return stmt
+        name = target.id
+        if _accumulates(value, name):
+            self.hand_over(value.right)
+            token = self.tokens.get(name)
+            sharing = {n for n, t in self.tokens.items() if t is token and n != name}
+            if token is not None and id(token) not in self.handed and not sharing & later:
+                update = gast.AugAssign(target=target, op=value.op, value=value.right)
+                return anno.copy_origin(stmt, gast.copy_location(update, stmt))
+            self.tokens[name] = object()  # `x_bar + g` made a new array
+            return stmt
+        self.tokens[name] = self.made_by(value)
+        return stmt
+
+    def made_by(self, value):
+        """The token of what `value` evaluates to, after handing over what it passes on."""
+        if isinstance(value, gast.Name):
+            return self.tokens.get(value.id)
+        if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+            self.hand_over(value)  # its operands are read, not kept
+            return object()
+        helper = self.helper(value) if isinstance(value, gast.Call) else None
+        if helper is not None:
+            fresh, passes_first = helper
+            for part in value.args[1:] if passes_first else value.args:
+                self.hand_over(part)
+            for keyword in value.keywords:
+                self.hand_over(keyword.value)
+            if passes_first and value.args:
+                return self.made_by(value.args[0])  # `adj.unbroadcast(g, x)` may be `g` itself
+            return object() if fresh else None
+        if _fresh_method(value):
+            self.hand_over(value)
+            return object()
+        self.hand_over(value)
+        return None
+
+    def helper(self, call):
+        dotted = syntax.dotted(call.func) or ""
+        prefix = f"{self.alias}."
+        return _HELPERS.get(dotted[len(prefix):]) if dotted.startswith(prefix) else None
+
+    def hand_over(self, node) -> None:
+        """Names `node` passes where they may be kept or viewed (a call but the helpers above,
+        a tuple, a subscript or attribute, which may be a view): their arrays are never updated
+        in place from now on."""
+        if node is None or isinstance(node, gast.Name):
+            return  # read, not kept
+        if isinstance(node, gast.Call) and (self.helper(node) is not None or _fresh_method(node)):
+            receiver = [node.func.value] if _fresh_method(node) else []
+            for part in receiver + node.args + [k.value for k in node.keywords]:
+                self.hand_over(part)
+            return
+        if isinstance(node, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.BoolOp, gast.IfExp, gast.Expr)):
+            for child in gast.iter_child_nodes(node):
+                self.hand_over(child)
+            return
+        for child in gast.walk(node):  # anything else keeps or views what it names
+            if isinstance(child, gast.Name) and self.tokens.get(child.id) is not None:
+                self.handed.add(id(self.tokens[child.id]))
+
+    def forget(self, names) -> None:
+        for name in names:
+            self.tokens[name] = None
+
+    def loop(self, stmt, later: set) -> None:
+        """A loop body sees its own names again in the next iteration: a name it assigns keeps
+        its array across iterations only where every assignment accumulates into it, and no
+        other name shares or takes that array anywhere in the body (read once without rewriting
+        first, so that what a later statement does counts for the next iteration)."""
+        self.hand_over(getattr(stmt, "iter", None) or getattr(stmt, "test", None))
+        assigned = set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.body)))
+        assigned |= _own_targets(stmt)
+        kept = {n for n in assigned if _only_accumulates(stmt.body, n)}
+        live = later | set().union(*(syntax.load_names(s) for s in syntax.statements(stmt.body))) | _loads(stmt)
+        self.forget(assigned - kept)
+        dry = _Owners(self.alias, rewrite=False)
+        dry.tokens, dry.handed = dict(self.tokens), set(self.handed)
+        dry.block(stmt.body, live)
+        for name in kept:
+            token = self.tokens.get(name)
+            if token is not None and any(t is token and n != name for n, t in dry.tokens.items()):
+                dry.handed.add(id(token))  # shared by another name in the body
+        self.handed |= dry.handed
+        self.block(stmt.body, live)
+        self.forget(assigned - kept)
+        self.hand_over(gast.Module(body=stmt.orelse, type_ignores=[]))
+        self.forget(set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.orelse))))
+
+    def branches(self, stmt, later: set) -> None:
+        self.hand_over(stmt.test)
+        saved = dict(self.tokens)
+        self.block(stmt.body, later)
+        after_body = self.tokens
+        self.tokens = dict(saved)
+        self.block(stmt.orelse, later)
+        for name in set(after_body) | set(self.tokens):
+            if after_body.get(name) is not self.tokens.get(name):
+                self.tokens[name] = None
+
+
+def _accumulates(value, name) -> bool:
+    return (
+        isinstance(value, gast.BinOp) and isinstance(value.op, (gast.Add, gast.Sub))
+        and isinstance(value.left, gast.Name) and value.left.id == name
+    )
+
+
+def _fresh_method(node) -> bool:
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in _FRESH_METHODS
+
+
+def _only_accumulates(body, name) -> bool:
+    """Whether every assignment to `name` in `body` (nested ones too) is `name = name +/- g`."""
+    for stmt in syntax.statements(body):
+        binds = name in (_own_targets(stmt) if syntax.bodies(stmt) else syntax.stored_names(stmt))
+        if binds and not (isinstance(stmt, gast.Assign) and _accumulates(stmt.value, name)):
+            return False
+    return True
+
+
+def _own_targets(stmt) -> set:
+    target = getattr(stmt, "target", None)
+    return syntax.stored_names(target) if target is not None else set()
+
+
+def _loads(stmt) -> set:
+    return syntax.load_names(getattr(stmt, "iter", None) or getattr(stmt, "test", None) or gast.Pass())
+
+
+def _reads_after(body, live_out: set) -> list:
+    """For each statement of `body`, the names read after it (in `body`, then `live_out`)."""
+    reads, after = set(live_out), []
+    for stmt in reversed(body):
+        after.append(set(reads))
+        reads |= set().union(*(syntax.load_names(s) for s in syntax.statements([stmt])))
+    return after[::-1]
