@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from typing import Callable
 
 import numpy as np
@@ -267,10 +268,24 @@ def _multilinear_frule(primitive, operands):
     return multilinear_frule
 
 
+# Elementwise primitives whose partials divide nothing: no floating-point warnings to silence.
+_QUIET = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos,
+          np.add, np.subtract, np.multiply, np.negative, np.positive}
+
+
+def _member(obj, group) -> bool:
+    try:
+        return obj in group
+    except TypeError:  # unhashable
+        return False
+
+
 def _elementwise(primitive, partials) -> ForwardRule:
     entry = _derived.get(id(primitive))
     if entry is not None and entry[0] is primitive and entry[1].partials is partials:
         return entry[1]
+
+    quiet = _member(primitive, _QUIET)
 
     def elementwise_frule(primals, tangents):
         value = primitive(*primals)
@@ -282,15 +297,19 @@ def _elementwise(primitive, partials) -> ForwardRule:
                 f"a list was used in arithmetic (`{_name(primitive)}`; `+` concatenates, `*` repeats): "
                 "adjoint cannot differentiate that; operate on arrays"
             )
-        with np.errstate(divide="ignore", invalid="ignore"):  # a constant operand's partial may be undefined
+        if quiet:
             derivatives = partials(value, *primals)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):  # a constant operand's partial may be undefined
+                derivatives = partials(value, *primals)
         if len(primals) == 1:
             derivatives = (derivatives,)
         tangent = None
         for derivative, t, x in zip(derivatives, tangents, primals):
             if derivative is None or t is None or not runtime.is_differentiable(x):
                 continue  # an int (an exponent read out of a model) does not move
-            term = t * derivative
+            unit = type(derivative) is int and derivative in (1, -1)  # `d_add`'s literal partials
+            term = (t if derivative == 1 else -t) if unit else t * derivative
             tangent = term if tangent is None else tangent + term
         return value, runtime.tangent_like(tangent, value)
 

@@ -52,6 +52,8 @@ class Context:
     # Positions of the differentiated parameters whose arguments are Python floats: the code
     # is specialised on it (a float's arithmetic with floats broadcasts nothing).
     python_floats: tuple[int, ...] = ()
+    # The forward function's names that certainly hold numbers or arrays (set by `reverse`).
+    forward_numbers: frozenset = frozenset()
 
     def __post_init__(self):
         if self.namer is None:

@@ -69,50 +69,84 @@ def _is_runtime_call(value, name) -> bool:
     return isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) is getattr(runtime, name, None)
 
 
-def certain_numbers(body, params: set[str]) -> set[str]:
+def certain_numbers(body, params: set[str], items: bool = True) -> set[str]:
     """Names certainly holding numbers or arrays, never tuples or lists: the differentiated
     parameters (the API accepts only floats and arrays for them), and results of arithmetic
     with, NumPy functions of, and items of such names. Anything else (what a user function
     returned, an item of a list) may be a sequence, on which an elementwise rule's math would
-    be wrong. Loops make definitions circular: start from every name and drop the doubtful."""
+    be wrong. Loops make definitions circular: start from every name and drop the doubtful.
+    With `items` False, an item read out of anything is doubtful too (an int read out of a
+    dict holding parameters is a number without a tangent)."""
     statements = [s for s in syntax.statements(body) if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
     definitions: dict = {}
     for stmt in statements:
         definitions.setdefault(stmt.targets[0].id, []).append(stmt.value)
     certain = set(params) | set(definitions)
     while True:
-        doubtful = {n for n, values in definitions.items() if n in certain and not all(_makes_number(v, certain) for v in values)}
+        doubtful = {n for n, values in definitions.items() if n in certain and not all(_makes_number(v, certain, items) for v in values)}
         if not doubtful:
             return certain
         certain -= doubtful
 
 
-def _makes_number(value, certain) -> bool:
+_GENERATED_NUMBERS: dict[str, frozenset] = {}  # generated file -> the primal names `reverse` knew as numbers
+
+
+def remember_numbers(filename: str, names) -> None:
+    """Record, for the generated code in `filename`, the names of the forward function that
+    certainly hold numbers or arrays: its pullback reads them as free names, which forward
+    mode over the pullback (a second derivative) may then differentiate inline."""
+    _GENERATED_NUMBERS[filename] = frozenset(names)
+
+
+def generated_numbers(fn) -> frozenset:
+    """The names recorded by `remember_numbers` for the file `fn`'s code was compiled from
+    (empty for a function of yours).
+
+    >>> def f(x):
+    ...     return x
+    >>> generated_numbers(f)
+    frozenset()
+    """
+    return _GENERATED_NUMBERS.get(getattr(getattr(fn, "__code__", None), "co_filename", None), frozenset())
+
+
+def _makes_number(value, certain, items=True) -> bool:
     if isinstance(value, gast.Constant):
         return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
     if isinstance(value, gast.Name):
         return value.id in certain
     if isinstance(value, gast.BinOp):  # an array or a float with a tuple: an array, or an error
-        return any(_makes_number(o, certain) and not _is_int_constant(o) for o in (value.left, value.right))
+        return any(_makes_number(o, certain, items) and not _is_int_constant(o) for o in (value.left, value.right))
     if isinstance(value, gast.UnaryOp):
-        return _makes_number(value.operand, certain)
+        return _makes_number(value.operand, certain, items)
     if isinstance(value, gast.Subscript):
-        return _makes_number(value.value, certain)
+        return items and _makes_number(value.value, certain, items)
     callee = anno.get(value, anno.CALLEE)
     obj = getattr(callee, "obj", None)
     if any(obj is maker for maker in _ARRAY_MAKERS):
         return True
     if obj is runtime.setitem:  # `y[i] = v` into an array gives an array
-        return _makes_number(value.args[0], certain)
+        return _makes_number(value.args[0], certain, items)
+    shaped_by = _COTANGENT_OF.get(id(obj))
+    if shaped_by is not None and shaped_by[0] is obj:  # a pullback's `adj.unbroadcast(g, x)`: like `x`
+        return len(value.args) > shaped_by[1] and _makes_number(value.args[shaped_by[1]], certain, items)
     if (obj is steering.hook or obj is steering.stop_gradient) and value.args:  # the value itself
-        return _makes_number(value.args[0], certain)
+        return _makes_number(value.args[0], certain, items)
     if getattr(callee, "method", False) and isinstance(value.func, gast.Attribute):  # `u0.copy()`
-        return value.func.attr in _ARRAY_METHODS and _makes_number(value.func.value, certain)
+        return value.func.attr in _ARRAY_METHODS and _makes_number(value.func.value, certain, items)
     module = getattr(obj, "__module__", None) or type(obj).__module__ or ""
     return isinstance(value, gast.Call) and callee is not None and callee.rule is not None and (
         module.split(".")[0] in ("numpy", "math") or callee.rule.partials is not None
     )
 
+
+# Runtime helpers of generated pullbacks whose result is a number or an array when the
+# argument at the given position (the value whose cotangent it is) is one.
+_COTANGENT_OF = {id(helper): (helper, position) for helper, position in (
+    (runtime.unbroadcast, 1), (runtime.unreduce, 1), (runtime.unreduce_chosen, 1), (runtime.zeros_like, 0),
+    (runtime.matmul_lhs_bar, 1), (runtime.matmul_rhs_bar, 2),
+)}
 
 _ARRAY_METHODS = {
     "copy", "astype", "sum", "mean", "max", "min", "prod", "std", "var", "dot", "clip", "round",

@@ -17,7 +17,7 @@ import weakref
 
 from .. import runtime
 from ..errors import AdjointError
-from . import accumulation, activity, control, decorators, emit, fence, frozen, inplace, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
+from . import accumulation, activity, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
@@ -88,6 +88,10 @@ def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
         code.co_argcount + (mode == TANGENT), ctx.bindings, user_filename=ctx.source.filename,
     )
     compiled.updated_parameters = tuple(sorted(getattr(ctx, "updated_parameters", ()), key=str))
+    # the pullback nested in generated code (a forward function, or its JVP) reads the forward's numbers
+    inherited = ctx.forward_numbers if mode == REVERSE else kinds.generated_numbers(fn)
+    if inherited:
+        kinds.remember_numbers(compiled.factory_code.co_filename, inherited)
     return compiled
 
 

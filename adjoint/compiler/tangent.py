@@ -47,7 +47,10 @@ class _Tangent(TangentCalls):
         self.active = self.varied & self.useful
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
-        self.numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters(params))
+        # a generated pullback's free names: the forward function's values
+        free = set(getattr(getattr(ctx.fn, "__code__", None), "co_freevars", ()))
+        known = ctx.numeric_parameters(params) | (kinds.generated_numbers(ctx.fn) & free)
+        self.numbers = kinds.certain_numbers(node.body, known)
         self.names: dict[str, str] = {}
 
     # ---- names ------------------------------------------------------------------------------

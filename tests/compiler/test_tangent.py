@@ -272,3 +272,24 @@ def test_a_tangent_takes_its_arguments_precision_and_a_real_argument_refuses_a_c
     assert tangent.dtype == np.float32
     with pytest.raises(adjoint.AdjointError, match="must be real"):
         adjoint.jvp(np.sin, (X,), (X * 1j,))
+
+
+def softmax_loss(W, x, y):
+    z = np.tanh(x @ W)
+    m = np.max(z, axis=1, keepdims=True)
+    return -np.sum(y * (z - m - np.log(np.sum(np.exp(z - m), axis=1, keepdims=True))))
+
+
+def test_forward_mode_over_a_pullback_writes_its_elementwise_rules_inline():
+    from adjoint.compiler import pipeline
+
+    rng = np.random.default_rng(0)
+    W, x, y = rng.normal(size=(3, 4)), rng.normal(size=(5, 3)), np.eye(4)[[0, 1, 2, 3, 0]]
+    with pipeline.recording() as texts:
+        _, product = adjoint.jvp(adjoint.grad(softmax_loss), (W, x, y), (np.ones_like(W), None, None))
+    pullback_jvp = next(t for t in texts if "_pullback_jvp" in t)
+    assert "mul_frule" not in pullback_jvp and "add_frule" not in pullback_jvp  # the forward's values are numbers
+    eps = 1e-6
+    plus = adjoint.grad(softmax_loss)(W + eps, x, y)
+    minus = adjoint.grad(softmax_loss)(W - eps, x, y)
+    np.testing.assert_allclose(product, (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-7)
