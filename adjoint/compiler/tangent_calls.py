@@ -264,11 +264,23 @@ class TangentCalls:
         receiver_dot = self.tangent_of(receiver) if self.has_tangent(receiver) else syntax.const(None)
         if anno.get(call, anno.FROZEN):
             receiver_dot = syntax.const(None)
+        if (
+            call.func.attr in _LINEAR_METHODS and isinstance(receiver, gast.Name) and receiver.id in self.numbers
+            and self.has_tangent(receiver) and not anno.get(call, anno.FROZEN) and not call.args
+            and all(k.arg is not None and not (syntax.load_names(k.value) & self.varied) for k in call.keywords)
+        ):  # `g.sum(axis=1)` of an array: linear, so its tangent is `dg.sum(axis=1)`
+            tangent = gast.Call(func=gast.Attribute(value=receiver_dot, attr=call.func.attr, ctx=gast.Load()),
+                                args=[], keywords=[syntax.copy_node(k) for k in call.keywords])
+            self.emit(stmt, stmt, syntax.assign(self.dot(target), tangent))
+            return
         primals, tangents = self.displays(call.args)
         helper = syntax.call(f"{self.alias}.method_jvp", [
             receiver, receiver_dot, syntax.const(call.func.attr), primals, tangents], call.keywords)
         pair = syntax.tuple_([syntax.store(target), syntax.store(self.dot(target))], syntax.STORE)
         self.emit(stmt, syntax.assign(pair, helper))
+
+
+_LINEAR_METHODS = {"sum", "mean"}
 
 
 def _may_widen(expression) -> bool:
