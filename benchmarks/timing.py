@@ -1,8 +1,10 @@
 """Interleaved medians: every system is timed a little in each round, round after round, so a
 slow stretch of a shared machine lands on all of them rather than on whichever ran then.
 
-A sample is the mean time of `reps` back-to-back calls, `reps` chosen so that a sample lasts
-at least `FLOOR` seconds (timer resolution and call jitter then wash out); a system slower
+Time is the process's CPU time (`time.process_time`), not the wall clock: on a shared machine
+the stretches when another process holds the core are not counted. Every peer runs on one
+thread, so CPU time is the time its work takes. A sample is the mean time of `reps`
+back-to-back calls, `reps` chosen so that a sample lasts at least `FLOOR` seconds (timer resolution and call jitter then wash out); a system slower
 than that is sampled one call at a time, and as few times as `budget` allows (at least once a
 round), so a very slow peer (JAX eager on a Python loop) does not stretch the whole run.
 
@@ -19,10 +21,10 @@ FLOOR = 0.01  # seconds a sample lasts at least
 
 def call_time(fn, args, reps=1):
     """Seconds per call of `fn(*args)`, the mean over `reps` calls in a row."""
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(reps):
         fn(*args)
-    return (time.perf_counter() - start) / reps
+    return (time.process_time() - start) / reps
 
 
 def repetitions(fn, args):

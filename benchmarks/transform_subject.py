@@ -1,6 +1,7 @@
 """The ~50-line function whose first differentiation `overhead.py` times, and that timing,
 run here in a fresh process (`python transform_subject.py [--warm]`) so nothing is cached:
-it prints, as JSON, the first gradient call and the median later (cached) call, in seconds.
+it prints, as JSON, the first gradient call and the median later (cached) call, in seconds
+of the process's CPU time.
 With `--warm`, a small unrelated function is differentiated first, so what remains is the
 cost of transforming this one (adjoint's one-time setup already paid)."""
 
@@ -94,14 +95,14 @@ def measure(warm, later_calls=50):
         adjoint.grad(lambda x: np.sum(np.tanh(x) * x))(np.ones(3))
     args = inputs()
     gradient = adjoint.grad(gru_attention_loss, wrt=WRT)
-    start = time.perf_counter()
+    start = time.process_time()
     gradient(*args)
-    first = time.perf_counter() - start
+    first = time.process_time() - start
     later = []
     for _ in range(later_calls):
-        start = time.perf_counter()
+        start = time.process_time()
         gradient(*args)
-        later.append(time.perf_counter() - start)
+        later.append(time.process_time() - start)
     return {"first": first, "cached": statistics.median(later), "lines": lines_of_code(gru_attention_loss)}
 
 
