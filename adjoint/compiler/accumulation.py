@@ -5,11 +5,14 @@ Guarantees: `x_bar = x_bar + g` (or `- g`) becomes `x_bar += g` where `x_bar` ce
 an array this pullback allocated (a product, a sum, a matrix product's cotangent, a zero
 buffer) that no other name still to be read shares and nothing else was handed; elsewhere
 the code is unchanged. Adding in place spares a copy of the whole cotangent, which for large
-arrays costs more than the addition itself. A Python or NumPy scalar `x_bar` is immutable, so
-`+=` on it rebinds it exactly as `x_bar = x_bar + g` would.
+arrays costs more than the addition itself, and a max's cotangent is added into the entries it
+chose only (`adj.add_chosen`). A Python or NumPy scalar `x_bar` is immutable, so `+=` on it
+rebinds it exactly as `x_bar = x_bar + g` would.
 
-Before:  Z_bar = Z_bar + adj.unreduce_chosen(m_bar, Z, m, axis=1, keepdims=True)
-After:   Z_bar += adj.unreduce_chosen(m_bar, Z, m, axis=1, keepdims=True)
+Before:  W_bar = W_bar + adj.matmul_lhs_bar(h_bar, W, x)
+         Z_bar = Z_bar + adj.unreduce_chosen(m_bar, Z, m, axis=1, keepdims=True)
+After:   W_bar += adj.matmul_lhs_bar(h_bar, W, x)
+         Z_bar = adj.add_chosen(Z_bar, m_bar, Z, m, axis=1, keepdims=True)
 """
 
 from __future__ import annotations
@@ -78,7 +81,12 @@ class _Owners:
             token = self.tokens.get(name)
             sharing = {n for n, t in self.tokens.items() if t is token and n != name}
             if token is not None and id(token) not in self.handed and not sharing & later:
-                update = gast.AugAssign(target=target, op=value.op, value=value.right)
+                if isinstance(value.op, gast.Add) and self.helper_name(value.right) == "unreduce_chosen":
+                    # a max's cotangent goes to the chosen entries only: `adj.add_chosen` adds just those
+                    update = gast.Assign(targets=[target], value=syntax.call(
+                        f"{self.alias}.add_chosen", [syntax.name(name)] + value.right.args, value.right.keywords))
+                else:
+                    update = gast.AugAssign(target=target, op=value.op, value=value.right)
                 return anno.copy_origin(stmt, gast.copy_location(update, stmt))
             self.tokens[name] = object()  # `x_bar + g` made a new array
             return stmt
@@ -109,9 +117,13 @@ class _Owners:
         return None
 
     def helper(self, call):
-        dotted = syntax.dotted(call.func) or ""
+        return _HELPERS.get(self.helper_name(call))
+
+    def helper_name(self, node) -> str | None:
+        """`unbroadcast` for a call of `adj.unbroadcast`."""
+        dotted = (syntax.dotted(node.func) or "") if isinstance(node, gast.Call) else ""
         prefix = f"{self.alias}."
-        return _HELPERS.get(dotted[len(prefix):]) if dotted.startswith(prefix) else None
+        return dotted[len(prefix):] if dotted.startswith(prefix) else None
 
     def hand_over(self, node) -> None:
         """Names `node` passes where they may be kept or viewed (a call but the helpers above,

@@ -145,7 +145,7 @@ def _makes_number(value, certain, items=True) -> bool:
 # argument at the given position (the value whose cotangent it is) is one.
 _COTANGENT_OF = {id(helper): (helper, position) for helper, position in (
     (runtime.unbroadcast, 1), (runtime.unreduce, 1), (runtime.unreduce_chosen, 1), (runtime.zeros_like, 0),
-    (runtime.matmul_lhs_bar, 1), (runtime.matmul_rhs_bar, 2),
+    (runtime.matmul_lhs_bar, 1), (runtime.matmul_rhs_bar, 2), (runtime.add_chosen, 2),
 )}
 
 _ARRAY_METHODS = {

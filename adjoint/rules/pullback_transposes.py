@@ -78,6 +78,16 @@ def unreduce_chosen_rrule(g, x, ans, axis=None, keepdims=False):
     return adj.unreduce_chosen(g, x, ans, axis=axis, keepdims=keepdims), unreduce_chosen_pullback
 
 
+# Linear in `total` and `g` jointly: `total` gets all of `c`, `g` the chosen entries of it.
+@rrule(adj.add_chosen)
+def add_chosen_rrule(total, g, x, ans, axis=None, keepdims=False):
+    def add_chosen_pullback(c):
+        g_bar = transposes.unreduce_chosen_transpose(c, g, x, ans, axis=axis, keepdims=keepdims)
+        return c, g_bar, transposes.zero_cotangent(x), transposes.zero_cotangent(ans)
+
+    return adj.add_chosen(total, g, x, ans, axis=axis, keepdims=keepdims), add_chosen_pullback
+
+
 # Linear in both operands jointly: each gets all of `c` (item by item for containers).
 @rrule(adj.add, sequences=True)
 def add_rrule(a, b):

@@ -39,6 +39,18 @@ from ..runtime.reducing_tangents import prefix_products
 linear(adj.add, operands=(0, 1))
 linear(adj.unbroadcast, adj.cotangent_like, adj.unreduce)
 linear(adj.unreduce_chosen)  # `x` and `ans` say which entries were chosen: constant where that holds
+
+
+@frule(adj.add_chosen)
+def add_chosen_frule(primals, tangents, axis=None, keepdims=False):
+    """`total` is updated in place (a pullback owns it); its tangent is not."""
+    total, g, x, ans = primals
+    dtotal, dg = (tuple(tangents) + (None, None))[:2]
+    value = adj.add_chosen(total, g, x, ans, axis=axis, keepdims=keepdims)
+    if dtotal is None and dg is None:
+        return value, adj.zero_tangent(value)
+    chosen = None if dg is None else adj.unreduce_chosen(dg, x, ans, axis=axis, keepdims=keepdims)
+    return value, adj.tangent_like(adj.add(dtotal, chosen), value)
 non_differentiable(adj.zeros_like, adj.is_differentiable, adj.tie_weight, adj.structs.is_struct)
 
 

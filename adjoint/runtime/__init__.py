@@ -50,8 +50,8 @@ from ..errors import AdjointError  # noqa: F401  (importable from here, as it al
 from .calls import check_unshared, closure_vjp, star_vjp, unbound, unconcat
 from .methods import method_function, method_vjp
 from .cotangents import (
-    RuleError, add, cotangent_like, is_differentiable, prod_bar, reduced_axes, spread, sum_to_shape, tie_weight,
-    unbroadcast, unreduce, unreduce_chosen, zeros_like,
+    RuleError, add, add_chosen, cotangent_like, is_differentiable, prod_bar, reduced_axes, spread, sum_to_shape,
+    tie_weight, unbroadcast, unreduce, unreduce_chosen, zeros_like,
 )
 from .indexing import (
     add_at, append, append_bar, buffer_like, from_buffer, scatter_add, setitem, setitem_bar, unindex, unitem, unpack_bar,
@@ -100,6 +100,7 @@ __all__ = [
     "spread",
     "unreduce",
     "unreduce_chosen",
+    "add_chosen",
     "tie_weight",
     "prod_bar",
     "matmul_lhs_bar",

@@ -264,6 +264,26 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
     return as_sequence(unbroadcast(g * chosen / count, x), items)
 
 
+def add_chosen(total, g, x, ans, axis=None, keepdims=False):
+    """`total + unreduce_chosen(g, x, ans, axis, keepdims)`, added into `total` in place where
+    it is an array of `x`'s shape that the caller owns (a pullback accumulating a max's
+    cotangent): only the chosen entries are touched, and no array of `x`'s size is made.
+
+    >>> total = np.ones((2, 3))
+    >>> x = np.array([[1.0, 3.0, 2.0], [0.0, 5.0, 5.0]])
+    >>> add_chosen(total, np.array([[2.0], [4.0]]), x, np.max(x, axis=1, keepdims=True), axis=1, keepdims=True)
+    array([[1., 3., 1.],
+           [1., 3., 3.]])
+    """
+    if type(total) is np.ndarray and type(x) is np.ndarray and total.shape == x.shape and total.flags.writeable:
+        g_spread, ans_spread = spread(g, axis, keepdims), spread(ans, axis, keepdims)
+        if np.result_type(total, g_spread) == total.dtype:
+            chosen = x == ans_spread
+            if np.count_nonzero(chosen) == np.size(ans_spread) and not np.isnan(ans_spread).any():  # no ties
+                return np.add(total, g_spread, out=total, where=chosen)
+    return total + unreduce_chosen(g, x, ans, axis=axis, keepdims=keepdims)
+
+
 def tie_weight(x, ans, other):
     """Share of `maximum(x, other)`'s cotangent that goes to `x`: 1, 0, or 1/2 at ties.
 

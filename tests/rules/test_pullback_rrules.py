@@ -26,7 +26,7 @@ from sampling import complex_of, distinct, normal, scalar
 # The primitives the check_rrule tests below exercise (read by test_registry_coverage).
 RRULE_PRIMITIVES = [
     adj.unbroadcast, adj.unbroadcast_float, adj.cotangent_like, adj.unreduce, adj.unreduce_chosen, adj.add,
-    adj.matmul_lhs_bar, adj.matmul_rhs_bar, adj.dot_lhs_bar, adj.dot_rhs_bar, adj.untranspose,
+    adj.add_chosen, adj.matmul_lhs_bar, adj.matmul_rhs_bar, adj.dot_lhs_bar, adj.dot_rhs_bar, adj.untranspose,
     adj.unindex, adj.buffer_like, adj.scatter_add, adj.from_buffer, adj.item_bar, adj.field_bar, adj.unpack_bar,
     adj.append_bar, adj.setitem_bar, adj.unconcat, adj.unstack, adj.unconcatenate, adj.unsplit, adj.undiagonal,
     adj.vjp,
@@ -81,6 +81,32 @@ def chosen_bar_frule(primals, tangents):
     return frules.lookup(adj.unreduce_chosen).frule((g, x, ans), (g_dot, x_dot, ans_dot), axis=1)
 
 
+def chosen_added(total, g, x):
+    """`total` plus `np.max(x, axis=1, keepdims=True)`'s cotangent, added into a copy of `total`
+    (check_rrule refuses a call that updates its argument)."""
+    return adj.add_chosen(total.copy(), g, x, np.max(x, axis=1, keepdims=True), axis=1, keepdims=True)
+
+
+@registry.rrule(chosen_added)
+def chosen_added_rrule(total, g, x):
+    ans = np.max(x, axis=1, keepdims=True)
+    value, pullback = registry.lookup(adj.add_chosen).rrule(total.copy(), g, x, ans, axis=1, keepdims=True)
+
+    def chosen_added_pullback(c):
+        total_bar, g_bar, x_bar, ans_bar = pullback(c)
+        return total_bar, g_bar, x_bar + adj.unreduce_chosen(ans_bar, x, ans, axis=1, keepdims=True)
+
+    return value, chosen_added_pullback
+
+
+@frules.frule(chosen_added)
+def chosen_added_frule(primals, tangents):
+    (total, g, x), (total_dot, g_dot, x_dot) = primals, tangents
+    ans = np.max(x, axis=1, keepdims=True)
+    ans_dot = np.take_along_axis(x_dot, np.argmax(x, axis=1)[:, None], axis=1)
+    return frules.lookup(adj.add_chosen).frule((total.copy(), g, x, ans), (total_dot, g_dot, x_dot, ans_dot), axis=1, keepdims=True)
+
+
 def _copy(buffer):
     return dict(buffer) if isinstance(buffer, dict) else list(buffer) if isinstance(buffer, list) else buffer.copy()
 
@@ -126,6 +152,7 @@ def cases():
         ("unreduce-float", lambda r, t: (adj.unreduce, (1.5, 0.5), {})),
         ("unreduce-complex", lambda r, t: (adj.unreduce, (n(r, c(t), 2), n(r, c(t), 2, 3)), {"axis": 1})),
         ("unreduce_chosen", lambda r, t: (chosen_bar, (n(r, t, 2), distinct(r, t, 2, 3)), {})),
+        ("add_chosen", lambda r, t: (chosen_added, (n(r, t, 2, 3), n(r, t, 2, 1), distinct(r, t, 2, 3)), {})),
         ("add", lambda r, t: (adj.add, (n(r, t, 2, 3), n(r, t, 2, 3)), {})),
         ("add-broadcast", lambda r, t: (adj.add, (n(r, t, 2, 3), scalar(r, t)), {})),
         ("add-tuple", lambda r, t: (adj.add, ((n(r, t, 2), None), (n(r, t, 2), n(r, t, 3))), {})),
@@ -134,6 +161,8 @@ def cases():
         # products and layouts
         ("matmul_lhs_bar", lambda r, t: (adj.matmul_lhs_bar, (n(r, t, 2, 4), n(r, t, 2, 3), n(r, t, 3, 4)), {})),
         ("matmul_lhs_bar-vector", lambda r, t: (adj.matmul_lhs_bar, (n(r, t, 4), n(r, t, 3), n(r, t, 3, 4)), {})),
+        ("matmul_lhs_bar-matrix-vector", lambda r, t: (adj.matmul_lhs_bar, (n(r, t, 2), n(r, t, 2, 3), n(r, t, 3)), {})),
+        ("matmul_rhs_bar-matrix-vector", lambda r, t: (adj.matmul_rhs_bar, (n(r, t, 2), n(r, t, 2, 3), n(r, t, 3)), {})),
         ("matmul_lhs_bar-vectors", lambda r, t: (adj.matmul_lhs_bar, (scalar(r, t), n(r, t, 3), n(r, t, 3)), {})),
         ("matmul_lhs_bar-batch", lambda r, t: (adj.matmul_lhs_bar, (n(r, t, 5, 2, 4), n(r, t, 2, 3), n(r, t, 5, 3, 4)), {})),
         ("matmul_lhs_bar-complex", lambda r, t: (adj.matmul_lhs_bar, (n(r, c(t), 2, 4), n(r, t, 2, 3), n(r, c(t), 3, 4)), {})),
