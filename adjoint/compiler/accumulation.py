@@ -137,10 +137,10 @@ class _Owners:
                 self.hand_over(part)
             return
         if isinstance(node, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.BoolOp, gast.IfExp, gast.Expr)):
-            for child in gast.iter_child_nodes(node):
+            for child in syntax.child_nodes(node):
                 self.hand_over(child)
             return
-        for child in gast.walk(node):  # anything else keeps or views what it names
+        for child in syntax.walk(node):  # anything else keeps or views what it names
             if isinstance(child, gast.Name) and self.tokens.get(child.id) is not None:
                 self.handed.add(id(self.tokens[child.id]))
 
@@ -156,8 +156,8 @@ class _Owners:
         self.hand_over(getattr(stmt, "iter", None) or getattr(stmt, "test", None))
         assigned = set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.body)))
         assigned |= _own_targets(stmt)
-        kept = {n for n in assigned if _only_accumulates(stmt.body, n)}
-        live = later | set().union(*(syntax.load_names(s) for s in syntax.statements(stmt.body))) | _loads(stmt)
+        kept = assigned - _bound_otherwise(stmt.body)
+        live = later | set().union(*(syntax.load_names(s) for s in stmt.body)) | _loads(stmt)
         self.forget(assigned - kept)
         dry = _Owners(self.alias, rewrite=False)
         dry.tokens, dry.handed = dict(self.tokens), set(self.handed)
@@ -195,13 +195,16 @@ def _fresh_method(node) -> bool:
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in _FRESH_METHODS
 
 
-def _only_accumulates(body, name) -> bool:
-    """Whether every assignment to `name` in `body` (nested ones too) is `name = name +/- g`."""
+def _bound_otherwise(body) -> set:
+    """The names some statement in `body` (nested ones too) binds other than by `name = name +/- g`
+    (every other name it assigns only accumulates)."""
+    names = set()
     for stmt in syntax.statements(body):
-        binds = name in (_own_targets(stmt) if syntax.bodies(stmt) else syntax.stored_names(stmt))
-        if binds and not (isinstance(stmt, gast.Assign) and _accumulates(stmt.value, name)):
-            return False
-    return True
+        binds = _own_targets(stmt) if syntax.bodies(stmt) else syntax.stored_names(stmt)
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.BinOp) and isinstance(stmt.value.left, gast.Name):
+            binds = {n for n in binds if not _accumulates(stmt.value, n)}
+        names |= binds
+    return names
 
 
 def _own_targets(stmt) -> set:
@@ -218,5 +221,5 @@ def _reads_after(body, live_out: set) -> list:
     reads, after = set(live_out), []
     for stmt in reversed(body):
         after.append(set(reads))
-        reads |= set().union(*(syntax.load_names(s) for s in syntax.statements([stmt])))
+        reads |= syntax.load_names(stmt)  # (its nested statements' reads too)
     return after[::-1]

@@ -37,22 +37,23 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         varied.add(args.kwarg.id)
     if args.vararg is not None and any(isinstance(i, int) and i >= len(params) for i in ctx.wrt):
         varied.add(args.vararg.id)
-    statements = list(syntax.statements(node.body))
+    # each statement's (defined names, differentiable reads), found once for both fixed points
+    flows = [(stmt, defined_names(stmt), differentiable_reads(stmt)) for stmt in syntax.statements(node.body)]
     while True:  # loops carry values backwards: iterate to a fixed point
         before = len(varied)
-        for stmt in statements:
-            if differentiable_reads(stmt) & varied or ctx.implicit and _calls_python(stmt):
-                varied |= defined_names(stmt)
+        for stmt, defined, reads in flows:
+            if reads & varied or ctx.implicit and _calls_python(stmt):
+                varied |= defined
         if len(varied) == before:
             break
     useful = set()
     while True:
         before = len(useful)
-        for stmt in reversed(statements):
+        for stmt, defined, reads in reversed(flows):
             if isinstance(stmt, gast.Return):
                 useful |= syntax.load_names(stmt.value)
-            elif defined_names(stmt) & useful:
-                useful |= differentiable_reads(stmt)
+            elif defined & useful:
+                useful |= reads
         if len(useful) == before:
             break
     anno.set_(node, anno.VARIED, varied)
@@ -85,7 +86,7 @@ def differentiable_reads(stmt) -> set[str]:
 
 
 def targets(stmt: gast.Assign) -> set[str]:
-    return {n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)}
+    return {n.id for n in syntax.walk(stmt.targets[0]) if isinstance(n, gast.Name)}
 
 
 def differentiable_operands(value) -> set[str]:

@@ -132,7 +132,7 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
                 classes[name] = merged
     loop_items = set().union(*(syntax.stored_names(loop.target) for loop in loops))
     for loop in loops:  # an item of an array the loop walks is a view of it
-        walked = {n.id for n in gast.walk(loop.iter) if isinstance(n, gast.Name)}
+        walked = {n.id for n in syntax.walk(loop.iter) if isinstance(n, gast.Name)}
         group = walked | syntax.stored_names(loop.target)
         merged = set().union(*(classes.get(n, {n}) for n in group))
         for name in merged:

@@ -5,6 +5,8 @@ Annotations live in a dict on the node (`node._adjoint`), so they survive deep c
 
 from __future__ import annotations
 
+import types
+
 # The user's source line (1-based, in the user's file) a statement comes from.
 # Written by `source` on every statement of the user's function and copied by every pass that
 # derives statements from them; read by `emit` to write `# line N:` comments.
@@ -76,7 +78,10 @@ class Ref:
 
 
 def get(node, key, default=None):
-    return getattr(node, "_adjoint", {}).get(key, default)
+    return getattr(node, "_adjoint", _NONE).get(key, default)
+
+
+_NONE = types.MappingProxyType({})  # the annotations of a node without any
 
 
 def set_(node, key, value) -> None:

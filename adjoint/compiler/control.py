@@ -59,7 +59,7 @@ _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda)
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rewrite `node`'s body to structured control flow (see the module docstring)."""
-    for child in gast.walk(node):  # names the new flags must not shadow
+    for child in syntax.walk(node):  # names the new flags must not shadow
         if isinstance(child, _SCOPES[:3]) and child is not node:
             ctx.namer.reserve(child.name)
         elif isinstance(child, gast.alias):
@@ -81,7 +81,7 @@ def _return_after_try(node, ctx) -> None:
         return
     ret = last.body[-1]
     jumps = (gast.Return, gast.Break, gast.Continue)
-    others = [n for s in last.body[:-1] + last.finalbody for n in gast.walk(s) if isinstance(n, jumps)]
+    others = [n for s in last.body[:-1] + last.finalbody for n in syntax.walk(s) if isinstance(n, jumps)]
     if not isinstance(ret, gast.Return) or ret.value is None or others:
         return
     result = ctx.namer.new(ctx.source.name if ctx.source.name != "<lambda>" else "out")
@@ -109,7 +109,7 @@ class _Lowering:
 
     def function(self, node):
         body = list(node.body)
-        returns = [n for n in _walk(body) if isinstance(n, gast.Return)]
+        returns = list(_returns(body))
         last = body[-1] if body and isinstance(body[-1], gast.Return) else None
         if returns == [last] and (_is_none(last.value) or isinstance(last.value, gast.Name)):
             # The common straight-line case: keep the user's `return y` as it is.
@@ -320,12 +320,17 @@ def _ends_in_flag_break(body) -> bool:
     )
 
 
-def _walk(stmts):
-    """Every node in `stmts`, not entering nested functions, lambdas or classes."""
+def _returns(stmts):
+    """The `return` statements in `stmts`, nested ones too but not those of nested functions or
+    classes (a `return` is a statement: no expression holds one)."""
     for stmt in stmts:
-        yield stmt
-        if not isinstance(stmt, _SCOPES):
-            yield from _walk(list(gast.iter_child_nodes(stmt)))
+        if isinstance(stmt, gast.Return):
+            yield stmt
+        elif not isinstance(stmt, _SCOPES):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _returns(getattr(stmt, field, None) or [])
+            for owner in getattr(stmt, "handlers", []) + getattr(stmt, "cases", []):
+                yield from _returns(owner.body)
 
 
 def _is_none(value) -> bool:
@@ -354,7 +359,7 @@ def _any(flags):
 
 def _at(source, node):
     """Give the new parts of `node` the origin and location of the user's `source`."""
-    for child in gast.walk(node):
+    for child in syntax.walk(node):
         if not hasattr(child, "lineno") and "lineno" in child._attributes:
             gast.copy_location(child, source)
             if isinstance(child, gast.stmt):

@@ -31,12 +31,13 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
-def _comment_bodies(node, ctx):
-    for child in [n for n in gast.walk(node) if isinstance(n, gast.FunctionDef)]:
-        child.body = _commented(child.body, ctx)
-        for stmt in syntax.statements(child.body):
-            for body in syntax.bodies(stmt):
-                body[:] = _commented(body, ctx, anno.get(stmt, anno.ORIGIN))
+def _comment_bodies(function, ctx):
+    function.body = _commented(function.body, ctx)
+    for stmt in list(syntax.statements(function.body)):
+        if isinstance(stmt, gast.FunctionDef):  # (a function is a statement: none hides in an expression)
+            _comment_bodies(stmt, ctx)
+        for body in syntax.bodies(stmt):
+            body[:] = _commented(body, ctx, anno.get(stmt, anno.ORIGIN))
 
 
 def _commented(body, ctx, previous=None):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gast
 
+from . import syntax
 from .context import Context
 from .syntax import unparse
 
@@ -45,7 +46,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Record a problem for every unsupported construct in `node`; return `node` unchanged."""
     _check_signature(node, ctx)
     for stmt in node.body:
-        for child in gast.walk(stmt):
+        for child in syntax.walk(stmt):
             _check_node(child, ctx)
     return node
 
@@ -73,7 +74,7 @@ def _check_node(child, ctx):
 
 def _check_exits(block, ctx):
     kind = "with"  # (`control` refuses jumps out of `try`)
-    for child in gast.walk(block):
+    for child in syntax.walk(block):
         if isinstance(child, (gast.Return, gast.Break, gast.Continue)) and not _in_nested(block, child):
             word = type(child).__name__.lower()
             ctx.problem(child, f"`{word}` inside `{kind}` is not supported", f"move the `{word}` after the `{kind}` block")
@@ -81,9 +82,9 @@ def _check_exits(block, ctx):
 
 def _in_nested(block, target) -> bool:
     """Whether `target` is inside a loop or function nested in `block` (where it is its own)."""
-    for child in gast.walk(block):
+    for child in syntax.walk(block):
         if child is not block and isinstance(child, (gast.For, gast.While, gast.FunctionDef, gast.Lambda)):
-            if any(n is target for n in gast.walk(child)):
+            if any(n is target for n in syntax.walk(child)):
                 return not isinstance(target, gast.Return) or isinstance(child, (gast.FunctionDef, gast.Lambda))
     return False
 

@@ -34,15 +34,16 @@ import builtins
 import dataclasses
 import inspect
 import textwrap
+import weakref
 
 import gast
 import numpy as np
 
 from .. import runtime
 from . import annotations as anno
-from . import syntax, user_rules
+from . import source, syntax, user_rules
 from .context import Context, free_name
-from .simplify import simplify
+from .simplify import Simplifier
 
 _DEFAULTS = "call_defaults"  # annotation: a rule's call -> {keyword: default} of its callee
 
@@ -79,17 +80,22 @@ class Inlined:
     results: list  # per positional argument of the call: an expression, or None
 
 
-_plans: dict[int, tuple] = {}  # id(rule) -> (rule, Plan or None)
+# rule -> its Plan, or None; a rule registered again is a new rule, planned afresh, and one no
+# longer registered anywhere is forgotten with its plan
+_plans: "weakref.WeakKeyDictionary[object, Plan | None]" = weakref.WeakKeyDictionary()
 
 
 def plan_for(rule) -> Plan | None:
     """The inlining plan of a registered rule, or None if it is not in an inlinable shape.
 
-    Plans are cached, and read again when a free name of the rule has been rebound.
+    Plans are cached per rule, and read again when a free name of the rule has been rebound.
+
+    >>> from adjoint import registry
+    >>> plan_for(registry.lookup(np.tanh)) is plan_for(registry.lookup(np.tanh))
+    True
     """
-    key = id(rule)
-    planned_rule, plan = _plans.get(key, (None, _UNPLANNED))
-    if planned_rule is not rule or (plan is not None and not _still_current(plan)):
+    plan = _plans.get(rule, _UNPLANNED)
+    if plan is _UNPLANNED or (plan is not None and not _still_current(plan)):
         try:
             if rule.partials is not None:
                 plan = _plan_partials(rule.partials)
@@ -98,7 +104,7 @@ def plan_for(rule) -> Plan | None:
                 plan = _plan_rule(rule.definition, primitive=rule.primitive if users else None)
         except (_NotInlinable, OSError, TypeError):
             plan = None
-        _plans[key] = (rule, plan)  # the rule itself, since ids are reused after it is freed
+        _plans[rule] = plan
     return plan
 
 
@@ -122,7 +128,7 @@ def _definition(fn) -> gast.FunctionDef:
 
 
 def _dedented_source(fn) -> str:
-    return textwrap.dedent(inspect.getsource(fn))
+    return textwrap.dedent("".join(source.definition_lines(fn)))
 
 
 def _plan_partials(partials) -> Plan:
@@ -202,7 +208,7 @@ def _assigns_one_name(stmt) -> bool:
     return (
         isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], gast.Name)
-        and not any(isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield)) for n in gast.walk(stmt))
+        and not any(isinstance(n, (gast.Lambda, gast.NamedExpr, gast.Yield)) for n in syntax.walk(stmt))
     )
 
 
@@ -246,7 +252,7 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
         if name not in namespace:
             raise _NotInlinable
         found[name] = free_name(fn, name)
-    for call in (n for n in gast.walk(node) if isinstance(n, gast.Call)):
+    for call in (n for n in syntax.walk(node) if isinstance(n, gast.Call)):
         callee = syntax.evaluate_dotted(call.func, namespace)
         anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
         if isinstance(callee, np.ufunc) or callee is np.where:
@@ -282,7 +288,7 @@ def _is_none(expr) -> bool:
 
 
 def _unused(base, node) -> str:
-    taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    taken = {n.id for n in syntax.walk(node) if isinstance(n, gast.Name)}
     while base in taken:
         base += "_"
     return base
@@ -308,12 +314,12 @@ def instantiate(plan: Plan, args: list, keywords: dict, target: str, cotangent: 
             ctx.rely_on(global_name, obj, owner=plan.source)  # rebinding it in the rule's module
 
     def fill(node):
-        return _tidy(simplify(syntax.substitute(node, mapping)))
+        return _Fill().visit(syntax.substitute(node, mapping))
 
     forward = [fill(s) for s in plan.pre]
     body = [fill(s) for s in plan.body]
-    results = [None if r is None else fill(r) for r in plan.results]
-    results = results[: len(args)] + [None] * (len(args) - len(results))
+    results = [None if r is None else fill(r) for r in plan.results[: len(args)]]
+    results += [None] * (len(args) - len(results))
     if plan.elementwise:
         results = [_without_needless_unbroadcast(r, i, args, ctx) for i, r in enumerate(results)]
     return Inlined(forward, body, results)
@@ -350,17 +356,24 @@ def _bind(plan, args, keywords) -> dict:
     return mapping
 
 
-class _Tidy(gast.NodeTransformer):
+class _Fill(Simplifier):
+    """A rule's code at a call site: simplified (see `simplify`), and without the arguments
+    that repeat the callee's default (`np.sum(g, axis=None)` is `np.sum(g)`)."""
+
     def visit_Call(self, node):
-        self.generic_visit(node)
-        parameters = anno.get(node, _DEFAULTS) or []
-        defaults = dict(parameters)
-        node.keywords = [k for k in node.keywords if not _is_default(k.value, defaults.get(k.arg, _NO_DEFAULT))]
-        while node.args and len(node.args) <= len(parameters) and not node.keywords:
-            if not _is_default(node.args[-1], parameters[len(node.args) - 1][1]):
-                break
-            node.args.pop()
-        return node
+        node = super().visit_Call(node)
+        return _without_defaults(node) if isinstance(node, gast.Call) else node
+
+
+def _without_defaults(call):
+    parameters = anno.get(call, _DEFAULTS) or []
+    defaults = dict(parameters)
+    call.keywords = [k for k in call.keywords if not _is_default(k.value, defaults.get(k.arg, _NO_DEFAULT))]
+    while call.args and len(call.args) <= len(parameters) and not call.keywords:
+        if not _is_default(call.args[-1], parameters[len(call.args) - 1][1]):
+            break
+        call.args.pop()
+    return call
 
 
 def _is_default(value, default) -> bool:
@@ -368,8 +381,3 @@ def _is_default(value, default) -> bool:
         default is not _NO_DEFAULT and isinstance(value, gast.Constant)
         and type(value.value) is type(default) and value.value == default
     )
-
-
-def _tidy(node):
-    """Drop arguments that repeat the callee's default."""
-    return _Tidy().visit(node)

@@ -64,8 +64,9 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
     params = node.args.posonlyargs + node.args.args
     numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters([p.id for p in params]))
+    loaded = syntax.load_names(node)
     facts = _Facts(
-        varied, useful, syntax.load_names(node),
+        varied, useful, loaded,
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
         aliases=aliases.analyse(body, loops, numbers),
         first_read=_first_differentiated_read(body, varied, useful, chains),
@@ -75,7 +76,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         statements=body,
         immutable=_immutable(node.body, body),
         numbers=numbers,
-        modules={n for n in syntax.load_names(node) if isinstance(ctx.lookup_global(n), types.ModuleType)}
+        modules={n for n in loaded if isinstance(ctx.lookup_global(n), types.ModuleType)}
         | {ctx.runtime_alias},
         global_arrays={
             s.targets[0].id for s in body
@@ -375,7 +376,7 @@ def _outputs(call, callee) -> list:
 
 
 def _stored(stmt):
-    return [n.id for n in gast.walk(stmt.targets[0]) if isinstance(n, gast.Name)]
+    return [n.id for n in syntax.walk(stmt.targets[0]) if isinstance(n, gast.Name)]
 
 
 def _writes_out(call, varied) -> bool:

@@ -27,7 +27,7 @@ class Iteration:
     def _for(self, stmt):
         walked = _walked_names(stmt.iter)
         position = _enumerate_position(stmt)
-        for child in (n for s in stmt.body for n in gast.walk(s)):
+        for child in (n for s in stmt.body for n in syntax.walk(s)):
             updated = _updated_container(child)
             if updated in walked and not _writes_at(child, position):
                 self.ctx.problem(

@@ -43,7 +43,7 @@ def _without_dead_assignments(body, live: set) -> list:
             if not isinstance(stmt, (gast.For, gast.While)):
                 for nested in syntax.bodies(stmt):
                     nested[:] = _without_dead_assignments(nested, set(live))
-            live |= set().union(*(syntax.load_names(s) for s in syntax.statements([stmt])))
+            live |= syntax.load_names(stmt)  # (its nested statements' reads too)
             kept.append(stmt)
             continue
         live |= syntax.load_names(stmt)

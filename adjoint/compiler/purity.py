@@ -70,13 +70,13 @@ def reads_only(fn) -> bool:
     if not isinstance(node, gast.FunctionDef):
         return False
     node.decorator_list = []  # `fn` is what they returned, and its code is this `def`
-    local = {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+    local = {n.id for n in syntax.walk(node) if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
     local |= set(fn.__code__.co_freevars)
     namespace = {k: v for k, v in {**vars(builtins), **fn.__globals__}.items() if k not in local}
-    called = {id(n.func) for n in gast.walk(node) if isinstance(n, gast.Call)}
+    called = {id(n.func) for n in syntax.walk(node) if isinstance(n, gast.Call)}
     arrays, containers = _fresh(node, namespace, fn.__code__)
     allowed = _writes_into_fresh(node, arrays, containers)
-    return all(id(n) in allowed or _reads(n, namespace, local, id(n) in called) for n in gast.walk(node))
+    return all(id(n) in allowed or _reads(n, namespace, local, id(n) in called) for n in syntax.walk(node))
 
 
 def _fresh(function, namespace, code) -> tuple[set, set]:
@@ -85,17 +85,17 @@ def _fresh(function, namespace, code) -> tuple[set, set]:
     function with scopes of its own or `match` statements (names bound without a `Name` node)."""
     scopes = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda, gast.ListComp, gast.SetComp,
               gast.DictComp, gast.GeneratorExp) + ((gast.Match,) if hasattr(gast, "Match") else ())
-    if any(isinstance(n, scopes) for n in gast.walk(function) if n is not function):
+    if any(isinstance(n, scopes) for n in syntax.walk(function) if n is not function):
         return set(), set()
     plain_locals = set(code.co_varnames) - set(code.co_cellvars) - set(code.co_freevars)
     bindings: dict = {}
-    for n in gast.walk(function):
+    for n in syntax.walk(function):
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load):
             bindings.setdefault(n.id, [])
-    for n in gast.walk(function):
+    for n in syntax.walk(function):
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
             bindings[n.targets[0].id].append(n.value)
-    for n in gast.walk(function):  # any other binding (a loop, an unpacking, a parameter) is not fresh
+    for n in syntax.walk(function):  # any other binding (a loop, an unpacking, a parameter) is not fresh
         if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and not _assigned_alone(n, function):
             bindings[n.id].append(None)
     bindings = {name: values for name, values in bindings.items() if name in plain_locals}
@@ -105,8 +105,8 @@ def _fresh(function, namespace, code) -> tuple[set, set]:
 
 
 def _assigned_alone(name, function) -> bool:
-    return any(isinstance(n, gast.Assign) and n.targets == [name] for n in gast.walk(function)) or any(
-        isinstance(n, gast.AugAssign) and n.target is name for n in gast.walk(function)
+    return any(isinstance(n, gast.Assign) and n.targets == [name] for n in syntax.walk(function)) or any(
+        isinstance(n, gast.AugAssign) and n.target is name for n in syntax.walk(function)
     )
 
 
@@ -137,7 +137,7 @@ def _writes_into_fresh(function, arrays, containers) -> set:
     """The nodes that write only into its own fresh values: `cm[t, p] += 1` into a new array of
     numbers, `counts[k] = v` and `seen.append(v)` into a new container, `n += 1`."""
     allowed = set()
-    for n in gast.walk(function):
+    for n in syntax.walk(function):
         if isinstance(n, gast.AugAssign):
             target = n.target
             if isinstance(target, gast.Name) and target.id in arrays | containers:

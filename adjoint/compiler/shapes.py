@@ -99,7 +99,7 @@ def classes(node: gast.FunctionDef, python_numbers=()) -> dict:
 def _reads(value) -> set:
     if value is None or value is _NUMBER:
         return set()
-    return {n.id for n in gast.walk(value) if isinstance(n, gast.Name)}
+    return {n.id for n in syntax.walk(value) if isinstance(n, gast.Name)}
 
 
 def _definitions(node) -> dict:
@@ -132,9 +132,9 @@ def _definitions(node) -> dict:
             outer += list(getattr(child, "decorator_list", []))
             todo.extend((part, False) for part in outer)
             ids = {id(part) for part in outer}
-            todo.extend((grandchild, True) for grandchild in gast.iter_child_nodes(child) if id(grandchild) not in ids)
+            todo.extend((grandchild, True) for grandchild in syntax.child_nodes(child) if id(grandchild) not in ids)
         else:
-            todo.extend((grandchild, nested) for grandchild in gast.iter_child_nodes(child))
+            todo.extend((grandchild, nested) for grandchild in syntax.child_nodes(child))
     args = node.args
     for param in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
         stores[param.id] = stores.get(param.id, 0) + 1

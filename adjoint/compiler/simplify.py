@@ -22,7 +22,9 @@ from . import syntax
 _FOLDABLE = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul, gast.Pow: operator.pow}
 
 
-class _Simplify(gast.NodeTransformer):
+class Simplifier(syntax.Transformer):
+    """The rewrites of the module docstring, bottom-up (a subclass may add its own)."""
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         left, right = node.left, node.right
@@ -100,5 +102,9 @@ def _product(factor, other):
 
 
 def simplify(node):
-    """`node` with the rewrites of the module docstring applied, bottom-up."""
-    return _Simplify().visit(node)
+    """`node` with the rewrites of the module docstring applied, bottom-up.
+
+    >>> syntax.unparse(simplify(syntax.parse("g * (2 * x ** (2 - 1))").body[0].value))
+    'g * (2 * x)'
+    """
+    return Simplifier().visit(node)

@@ -3,7 +3,9 @@
 Parses the function's whole file (through `linecache`, so notebooks and adjoint's own
 generated code work too) and picks the `def` or `lambda` by its code object's first line,
 name and, for lambdas sharing a line, column. This avoids `inspect.getsource`'s pitfalls:
-dedenting methods with multi-line strings, lambdas sharing a statement, decorators.
+dedenting methods with multi-line strings, lambdas sharing a statement, decorators. A file is
+parsed once per text (`linecache` is asked to check the file first, so a file edited and
+reloaded is read again), and each function gets a copy of its part of the tree.
 
 Guarantees: the returned `FunctionDef` (a lambda is rewritten into one returning its body)
 is a private copy whose statements carry `ORIGIN` annotations, and its parameter names match
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import linecache
 import os
 import types
@@ -41,6 +44,8 @@ class FunctionSource:
 def get_source(fn) -> FunctionSource:
     """The syntax tree of Python function `fn`, or an `AdjointError` saying why there is none."""
     code = _code_of(fn)
+    if os.path.isfile(code.co_filename):  # (a file since deleted keeps the text read before)
+        linecache.checkcache(code.co_filename)  # a file edited (and reloaded) since it was read: read again
     lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
     if not lines:
         raise AdjointError(
@@ -56,14 +61,48 @@ def get_source(fn) -> FunctionSource:
             f"adjoint cannot find `{fn.__qualname__}` in {code.co_filename} at line "
             f"{code.co_firstlineno}: was the file edited after it was imported? Reload it."
         )
-    node = _as_function(syntax.copy_node(node))
+    node = _as_function(syntax.copy_node(node))  # (the copy keeps the origins `_parse_lines` gave)
     _mangle_private_attributes(node, getattr(fn, "__qualname__", ""))
     _check_parameters(node, code, fn)
     _check_unchanged(code, fn, tuple(lines))
-    for stmt in gast.walk(node):
-        if isinstance(stmt, gast.stmt) and hasattr(stmt, "lineno"):
-            anno.set_(stmt, anno.ORIGIN, stmt.lineno)
     return FunctionSource(node, code.co_filename, list(lines), code.co_name)
+
+
+def definition_lines(fn) -> list[str]:
+    """The lines of the `def` of function `fn` (decorators first), as `inspect.getsourcelines`
+    gives them: read by its code object's line numbers, without tokenizing its file (which costs
+    as much as parsing the lines, for each rule `inline` reads). `inspect` still decides where
+    the code cannot tell: no code object, no positions recorded, a lambda, or a line after the
+    last one its instructions come from that is indented as part of the body (`pass`, a string).
+
+    >>> definition_lines(definition_lines)[0]
+    'def definition_lines(fn) -> list[str]:\\n'
+    """
+    fn = inspect.unwrap(fn) if hasattr(fn, "__wrapped__") else fn  # (as `inspect` reads it)
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return inspect.getsourcelines(fn)[0]
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    first, last = code.co_firstlineno, _last_line(code)
+    head = lines[first - 1].lstrip() if 0 < first <= len(lines) else ""
+    if last is not None and last <= len(lines) and head.startswith(("def ", "async def ", "@")):
+        following = next((line for line in lines[last:] if line.strip() and not line.lstrip().startswith("#")), "")
+        if _indent(following) <= _indent(lines[first - 1]):  # (not more of the body)
+            return lines[first - 1 : last]
+    return inspect.getsourcelines(fn)[0]
+
+
+def _last_line(code) -> int | None:
+    """The last line any instruction of `code` or of the code nested in it comes from (None if
+    no position was recorded, as with `python -X no_debug_ranges`)."""
+    ends = [end for _, end, _, _ in code.co_positions() if end is not None]
+    ends += [_last_line(c) for c in code.co_consts if isinstance(c, types.CodeType)]
+    ends = [end for end in ends if end is not None]
+    return max(ends) if ends else None
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip()) if line.strip() else 0
 
 
 def _mangle_private_attributes(node, qualname: str) -> None:
@@ -73,7 +112,7 @@ def _mangle_private_attributes(node, qualname: str) -> None:
     owner = parts[-2].lstrip("_") if len(parts) > 1 and parts[-2] != "<locals>" else ""
     if not owner:
         return
-    for attribute in gast.walk(node):
+    for attribute in syntax.walk(node):
         if isinstance(attribute, gast.Attribute) and attribute.attr.startswith("__") and not attribute.attr.endswith("__"):
             attribute.attr = f"_{owner}{attribute.attr}"
 
@@ -90,10 +129,16 @@ def _code_of(fn) -> types.CodeType:
 
 @functools.lru_cache(maxsize=64)
 def _parse_lines(filename: str, lines: tuple[str, ...]) -> gast.Module:
+    """The file's tree, every statement annotated with its `ORIGIN`; parsed once per text of the
+    file (functions get copies)."""
     try:
-        return syntax.parse("".join(lines))
+        module = syntax.parse("".join(lines))
     except SyntaxError as error:
         raise AdjointError(f"adjoint cannot parse {filename}: {error}") from None
+    for stmt in syntax.walk(module):
+        if isinstance(stmt, gast.stmt):
+            anno.set_(stmt, anno.ORIGIN, stmt.lineno)
+    return module
 
 
 def _find(module, code):
@@ -111,7 +156,7 @@ def _by_line(module) -> dict:
     index = getattr(module, "_adjoint_functions", None)
     if index is None:
         index = {}
-        for node in gast.walk(module):
+        for node in syntax.walk(module):
             if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
                 first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
                 for line in {first, node.lineno}:
@@ -145,6 +190,8 @@ def _as_function(node):
     body.end_lineno, body.end_col_offset = node.body.end_lineno, node.body.end_col_offset
     function = syntax.function("<lambda>", node.args, [body])
     gast.copy_location(function, node)
+    for stmt in (body, function):
+        anno.set_(stmt, anno.ORIGIN, stmt.lineno)
     return function
 
 

@@ -208,14 +208,13 @@ class _SSA:
     # ---- loops ------------------------------------------------------------------------------
 
     def _loop(self, loop, current, later) -> list:
+        targets = syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set()
+        exposed = _exposed(loop.body, set(targets))
         # what the next iteration reads before assigning it (computed before any renaming)
-        again = _exposed(loop.body, syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set())
-        again |= syntax.load_names(_header(loop))
+        again = exposed | syntax.load_names(_header(loop))
         if isinstance(loop, gast.For):
             _Rename(current).visit(loop.iter)
-        targets = syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set()
         assigned = targets.union(*(syntax.stored_names(s) for s in loop.body))
-        exposed = _exposed(loop.body, set(targets))
         if isinstance(loop, gast.While):
             exposed |= syntax.load_names(loop.test)
         carried = sorted(assigned & (exposed | later))
@@ -308,16 +307,18 @@ def _exposed(body, assigned: set) -> set:
 
 
 def _loads(stmt) -> set:
-    names = set()
+    if not isinstance(stmt, gast.FunctionDef):
+        return syntax.scope_reads(stmt)
+    names = syntax.free_names(stmt)  # and, read as if in this scope, the loads of its own body
     for child in syntax.walk_local(stmt):
         if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
             names.add(child.id)
-        elif isinstance(child, (gast.FunctionDef, gast.Lambda)) and child is not stmt or isinstance(stmt, gast.FunctionDef) and child is stmt:
+        elif isinstance(child, (gast.FunctionDef, gast.Lambda)) and child is not stmt:
             names |= syntax.free_names(child)
     return names
 
 
-class _Rename(gast.NodeTransformer):
+class _Rename(syntax.Transformer):
     """Rename loads (`stores=False`), stores (`True`) or both (`None`) by `mapping`. Inside a
     nested function or lambda, only the names it reads from the enclosing function."""
 

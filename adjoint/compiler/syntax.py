@@ -1,8 +1,9 @@
-"""All AST plumbing in one place: parsing, unparsing, node builders and templates.
+"""All AST plumbing in one place: parsing, unparsing, node builders and templates, and (from
+`traversal`) walks, name sets and copies.
 
 Passes build nodes only through these helpers, so every node has the fields `gast.unparse`
-needs. Emission uses the standard library's unparser via gast (never astunparse, which writes
-invalid code for NumPy slices such as `a[:, 0]`).
+needs. Emission uses the standard library's unparser via `stdlib_ast` (never astunparse, which
+writes invalid code for NumPy slices such as `a[:, 0]`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,12 @@ from __future__ import annotations
 import ast
 
 import gast
+
+from . import stdlib_ast
+from .traversal import (  # noqa: F401 (the passes reach them as `syntax.walk`, ...)
+    Transformer, child_nodes, copy_node, default_values, free_names, load_names, scope_reads, stored_names,
+    substitute, walk, walk_local,
+)
 
 LOAD, STORE = gast.Load, gast.Store
 
@@ -28,14 +35,12 @@ def symbol(op) -> str:
 
 def parse(text: str) -> gast.Module:
     """Parse Python source into a gast module."""
-    return gast.parse(text)
+    return stdlib_ast.to_gast(ast.parse(text))
 
 
 def unparse(node) -> str:
     """Python source for a gast node."""
-    tree = gast.gast_to_ast(node)
-    ast.fix_missing_locations(tree)
-    return ast.unparse(tree)
+    return ast.unparse(stdlib_ast.to_ast(node))
 
 
 def name(identifier: str, ctx=LOAD) -> gast.Name:
@@ -177,47 +182,6 @@ def is_atom(node) -> bool:
     return isinstance(node, (gast.Name, gast.Constant))
 
 
-def load_names(node) -> set[str]:
-    """Every name read inside `node`."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
-
-
-def copy_node(node):
-    """A deep copy of a node (or list of nodes). Annotations are shared, not copied: passes
-    replace an annotation's value rather than change it."""
-    if isinstance(node, list):
-        return [copy_node(n) for n in node]
-    if not isinstance(node, gast.AST):
-        return node
-    fields = {name: copy_node(getattr(node, name, None)) for name in node._fields}
-    new = type(node)(**fields)
-    for attribute in ("lineno", "col_offset", "end_lineno", "end_col_offset", "_adjoint"):
-        if hasattr(node, attribute):
-            value = getattr(node, attribute)
-            setattr(new, attribute, dict(value) if attribute == "_adjoint" else value)
-    return new
-
-
-class _Substitute(gast.NodeTransformer):
-    def __init__(self, mapping):
-        self.mapping = mapping
-
-    def visit_Name(self, node):
-        if node.id not in self.mapping:
-            return node
-        replacement = self.mapping[node.id]
-        if isinstance(replacement, str):
-            return gast.Name(id=replacement, ctx=node.ctx, annotation=None, type_comment=None)
-        if not isinstance(node.ctx, gast.Load):
-            raise ValueError(f"cannot store into the expression substituted for {node.id}")
-        return copy_node(replacement)
-
-
-def substitute(node, mapping):
-    """Replace names: to a string (renamed, any context) or to an expression (loads only)."""
-    return _Substitute(mapping).visit(copy_node(node))
-
-
 def template(text: str, **replacements):
     """Parse a snippet of real Python and fill its placeholder names (see `substitute`).
 
@@ -249,24 +213,29 @@ def comment(text: str) -> gast.Expr:
 
 # ---- structured statements ------------------------------------------------------------------
 
+_BODIES = {
+    gast.If: ("body", "orelse"), gast.For: ("body", "orelse"), gast.While: ("body", "orelse"),
+    gast.With: ("body",), gast.Try: ("body", "finalbody"),
+}
+
+
 def bodies(stmt) -> list[list]:
     """The statement lists nested directly in a compound statement (none for a simple one)."""
-    if isinstance(stmt, (gast.If, gast.For, gast.While)):
-        return [stmt.body, stmt.orelse]
-    if isinstance(stmt, gast.With):
-        return [stmt.body]
-    if isinstance(stmt, gast.Try):
-        return [stmt.body, stmt.finalbody]
-    return []
+    return [getattr(stmt, field) for field in _BODIES.get(type(stmt), ())]
 
 
 def statements(body):
     """Every statement of `body`, nested ones included, in source order (compound ones before
-    their bodies). Nested function definitions are yielded but not entered."""
-    for stmt in body:
+    their bodies). Nested function definitions are yielded but not entered. (A body changed
+    while it is walked is walked as it is when reached, as by nested `for` loops.)"""
+    todo = [iter(body)]  # the bodies being walked, innermost last
+    while todo:
+        stmt = next(todo[-1], None)
+        if stmt is None:
+            todo.pop()
+            continue
         yield stmt
-        for nested in bodies(stmt):
-            yield from statements(nested)
+        todo.extend(iter(nested) for nested in reversed(bodies(stmt)))
 
 
 def is_break_check(stmt) -> bool:
@@ -275,64 +244,6 @@ def is_break_check(stmt) -> bool:
         isinstance(stmt, gast.If) and len(stmt.body) == 1 and isinstance(stmt.body[0], gast.Break)
         and not stmt.orelse
     )
-
-
-def default_values(function) -> list:
-    """The default value expressions of a function's or lambda's parameters, keyword-only too."""
-    return list(function.args.defaults) + [d for d in function.args.kw_defaults if d is not None]
-
-
-def walk_local(node):
-    """Like `gast.walk`, without entering the bodies of nested functions and lambdas (their
-    names are their own); a nested function's defaults and decorators are entered."""
-    todo = [node]
-    while todo:
-        current = todo.pop()
-        yield current
-        if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
-            todo.extend(default_values(current))
-            todo.extend(getattr(current, "decorator_list", []))
-            continue
-        todo.extend(gast.iter_child_nodes(current))
-
-
-def stored_names(node) -> set[str]:
-    """Every name `node` assigns, nested functions' own names excluded."""
-    if isinstance(node, gast.FunctionDef):
-        return {node.name}
-    names = set()
-    for child in walk_local(node):
-        if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Store):
-            names.add(child.id)
-        elif isinstance(child, gast.FunctionDef) and child is not node:
-            names.add(child.name)
-    return names
-
-
-def free_names(function) -> set[str]:
-    """The names a nested function or lambda reads from its enclosing scopes."""
-    args = function.args
-    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
-    body = function.body if isinstance(function.body, list) else [gast.Expr(value=function.body)]
-    local = set(params)
-    reads = set()
-    for stmt in body:
-        local |= stored_names(stmt)
-        for child in _walk_body(stmt):
-            if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
-                reads.add(child.id)
-            elif isinstance(child, (gast.FunctionDef, gast.Lambda)):
-                reads |= free_names(child)
-    return reads - local
-
-
-def _walk_body(stmt):
-    """`walk_local` over a statement of a function body, a nested definition included as a node."""
-    if isinstance(stmt, gast.FunctionDef):
-        yield stmt
-        yield from (n for d in default_values(stmt) + stmt.decorator_list for n in walk_local(d))
-        return
-    yield from walk_local(stmt)
 
 
 def target_names(target) -> list[str]:

@@ -35,7 +35,7 @@ def reads_items(pullback, cotangent) -> bool:
     or an object's cotangent may hold None for an unused part, which only the called rule fills."""
     return any(
         isinstance(n, (gast.Subscript, gast.Attribute)) and isinstance(n.value, gast.Name) and n.value.id == cotangent
-        for n in gast.walk(pullback)
+        for n in syntax.walk(pullback)
     )
 
 

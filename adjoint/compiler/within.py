@@ -27,6 +27,8 @@ from .context import Context
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Write `within_gradient()` as `True` in `node`'s body and drop what that rules out."""
+    if not _may_fold(node.body):
+        return node
     args = node.args
     parameters = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
     assigned = set().union(*(syntax.stored_names(stmt) for stmt in node.body))
@@ -44,7 +46,28 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     return node
 
 
-class _Folder(gast.NodeTransformer):
+def _may_fold(body) -> bool:
+    """Whether `_Folder` could change anything in `body` (most functions have nothing it folds,
+    and looking is quicker than folding): a call without arguments (`within_gradient()` may be
+    one), `not` of a constant, or a test settled by a constant (`if True:`, `while x and False:`)."""
+    for child in (n for stmt in body for n in syntax.walk(stmt)):
+        if isinstance(child, gast.Call) and not child.args and not child.keywords:
+            return True
+        if isinstance(child, gast.UnaryOp) and isinstance(child.op, gast.Not) and isinstance(child.operand, gast.Constant):
+            return True
+        if isinstance(child, (gast.If, gast.While, gast.IfExp, gast.Assert)) and _has_constant_arm(child.test):
+            return True
+    return False
+
+
+def _has_constant_arm(test) -> bool:
+    """A constant where `_truth` looks for one: the test itself, or an operand of its `and`/`or`."""
+    if isinstance(test, gast.BoolOp):
+        return any(_has_constant_arm(v) for v in test.values)
+    return isinstance(test, gast.Constant)
+
+
+class _Folder(syntax.Transformer):
     def __init__(self, ctx: Context, local_names: set[str]):
         self.ctx = ctx
         self.local_names = local_names

@@ -227,16 +227,53 @@ def test_user_rule_rebinding_a_parameter_is_called_not_inlined():
     assert "= centered_exp_rrule(x)" in adjoint.source(_uses_centered_exp)
 
 
-# ---- plans are cached per rule object, not per id ----
+# ---- plans are cached per rule object ----------------------------------------------------------
 
-def test_plan_cached_under_a_reused_id_is_not_given_to_another_rule(monkeypatch):
-    # ids of freed rules are reused: a new rule must never get the plan of an old one
-    old_rule, new_rule = registry.lookup(np.sin), registry.lookup(np.cos)
-    old_plan = inline.plan_for(old_rule)
-    monkeypatch.setitem(inline._plans, id(new_rule), (old_rule, old_plan))
-    new_plan = inline.plan_for(new_rule)
-    assert new_plan is not old_plan
-    assert "np.sin" in syntax_text(new_plan.results[0])
+def test_a_plan_is_read_once_per_rule(monkeypatch):
+    rule = registry.lookup(np.sin)
+    first = inline.plan_for(rule)
+    monkeypatch.setattr(inline, "_plan_partials", lambda partials: pytest.fail("planned again"))
+    assert inline.plan_for(rule) is first
+
+
+def test_a_rule_registered_again_is_planned_again(tmp_path):
+    module = _ramp_module(tmp_path, "ramp(x, slope, floor=floor)")
+    first = inline.plan_for(registry.lookup(module.ramp))
+    assert first is not None and first.source is module.ramp_rrule
+
+    def ramp_rrule(x, slope=1.0, *, floor=0.0):
+        y = module.ramp(x, slope, floor=floor)
+
+        def ramp_pullback(g):
+            return (2.0 * g * slope * (x * slope > floor),)
+
+        return y, ramp_pullback
+
+    adjoint.rrule(module.ramp)(ramp_rrule)
+    again = inline.plan_for(registry.lookup(module.ramp))
+    assert again is not first and again.source is ramp_rrule
+    assert "2.0" in syntax_text(again.results[0])
+
+
+def test_a_plan_does_not_keep_its_rule_alive():
+    import gc
+    import weakref
+
+    def halve(x):
+        return x / 2
+
+    def halve_rrule(x):
+        def halve_pullback(g):
+            return (g / 2,)
+
+        return halve(x), halve_pullback
+
+    rule = registry.Rule(halve, halve_rrule, halve_rrule)
+    assert inline.plan_for(rule) is not None
+    alive = weakref.ref(rule)
+    del rule
+    gc.collect()
+    assert alive() is None
 
 
 def syntax_text(node):

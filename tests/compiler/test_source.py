@@ -2,7 +2,9 @@
 
 import importlib
 import importlib.util
+import inspect
 import linecache
+import os
 import sys
 import textwrap
 
@@ -119,3 +121,99 @@ def test_source_edited_after_import_is_detected(tmp_path):
     linecache.checkcache(str(path))  # as tracebacks and inspect do: the new text is what is read
     with pytest.raises(adjoint.AdjointError, match="edited"):
         adjoint.pullback(module.f, np.arange(3.0))
+
+
+# ---- a file is parsed once per text -------------------------------------------------------------
+
+TWO_FUNCTIONS = "import numpy as np\n\ndef f(x):\n    return np.sum(x ** {power})\n\ndef g(x):\n    return f(x) * 2.0\n"
+
+
+def test_a_file_is_parsed_once_for_all_its_functions(tmp_path, monkeypatch):
+    from adjoint.compiler import source
+
+    path = tmp_path / "parsed_once.py"
+    path.write_text(TWO_FUNCTIONS.format(power=2))
+    module = load_module(str(path), "parsed_once")
+    parses = []
+    monkeypatch.setattr(source.syntax, "parse", lambda text, parse=source.syntax.parse: parses.append(text) or parse(text))
+    assert (get_source(module.f).node.name, get_source(module.g).node.name) == ("f", "g")
+    assert len(parses) == 1
+
+
+def test_each_function_gets_its_own_copy_of_the_tree():
+    from adjoint.compiler import annotations as anno
+
+    first = get_source(with_docstring_at_column_zero).node
+    first.body.clear()
+    second = get_source(with_docstring_at_column_zero).node
+    assert second.body and anno.get(second.body[-1], anno.ORIGIN) == second.body[-1].lineno
+
+
+def test_a_file_edited_and_reloaded_after_a_first_transform_is_read_again(tmp_path):
+    path = tmp_path / "reloaded_module.py"
+    path.write_text(TWO_FUNCTIONS.format(power=2))
+    x = np.arange(3.0)
+    np.testing.assert_allclose(adjoint.grad(load_module(str(path), "reloaded_module").f)(x), 2 * x)
+    path.write_text(TWO_FUNCTIONS.format(power=3))  # as long as before: only the time tells
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    reloaded = load_module(str(path), "reloaded_module")
+    np.testing.assert_allclose(adjoint.grad(reloaded.f)(x), 3 * x ** 2)
+
+
+# ---- a definition's lines, read by its code object's line numbers ------------------------------
+
+ENDINGS = '''import functools
+
+
+def trailing_string(x):
+    y = x * 2
+    "a string statement compiles to nothing"
+
+
+def trailing_pass(x):
+    if x:
+        y = x
+    else:
+        pass
+
+
+def decorator(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+
+    return wrapper
+
+
+@decorator
+def decorated(
+    x,
+    scale=2.0,
+):
+    return (x *
+        scale)
+'''
+
+
+@pytest.mark.parametrize("name", ["trailing_string", "trailing_pass", "decorated", "decorator"])
+def test_definition_lines_are_those_inspect_finds(name, tmp_path):
+    from adjoint.compiler.source import definition_lines
+
+    path = tmp_path / "endings.py"
+    path.write_text(ENDINGS)
+    fn = getattr(load_module(str(path), "endings"), name)
+    assert definition_lines(fn) == inspect.getsourcelines(fn)[0]
+
+
+@pytest.mark.parametrize("name", ["trailing_string", "trailing_pass", "decorated"])
+@pytest.mark.parametrize("positions", ["none recorded", "the last line lost"])
+def test_definition_lines_the_code_cannot_tell_are_those_inspect_finds(name, positions, tmp_path, monkeypatch):
+    from adjoint.compiler import source
+
+    path = tmp_path / "endings.py"
+    path.write_text(ENDINGS)
+    fn = getattr(load_module(str(path), "endings"), name)
+    recorded = source._last_line
+    monkeypatch.setattr(source, "_last_line", lambda code: None if positions == "none recorded" else recorded(code) - 1)
+    assert source.definition_lines(fn) == inspect.getsourcelines(fn)[0]

@@ -115,3 +115,19 @@ def default_mentions_adjoint(x, keep=adjoint.stop_gradient):
 def test_names_in_defaults_are_not_taken_for_parameters():
     text = lowered(default_mentions_adjoint)
     assert "within_gradient" not in text and "x[0]" not in text
+
+
+def settled_by_constants(x):
+    if False:
+        x = x * 3
+    y = x if x > 0 and True else -x
+    while False or not True:
+        x = x + 1
+    return y
+
+
+def test_tests_settled_by_constants_alone_are_settled_too():
+    # (no `within_gradient()` here: the pass must still look, not skip the function)
+    text = lowered(settled_by_constants)
+    assert "x * 3" not in text and "while" not in text
+    assert "y = x if x > 0 else -x" in text

@@ -1,0 +1,281 @@
+"""Reading and copying gast trees: walks, the names a node reads or assigns, deep copies.
+
+A transform walks its trees many times over (the passes ask which names each statement reads
+and assigns again and again), so these skip what `gast.walk` visits in vain: the fields that
+never hold a node (a name's `id`, a constant's `value`), and a name's context when only names
+are wanted. `Transformer` is `gast.NodeTransformer`, dispatching faster. `syntax` offers all of
+them to the passes.
+"""
+
+from __future__ import annotations
+
+import gast
+
+_Name, _Load, _Store, _FunctionDef, _Lambda = gast.Name, gast.Load, gast.Store, gast.FunctionDef, gast.Lambda
+_LEAF_TYPES = (str, int, bool, object, list[str])  # as gast declares its fields (`_field_types`)
+_child_fields_of: dict[type, tuple[str, ...]] = {}
+_fields_of_class: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _child_fields(cls) -> tuple[str, ...]:
+    """The fields of node class `cls` that may hold nodes (none for a value that is no node)."""
+    fields = _child_fields_of.get(cls)
+    if fields is None:
+        declared = getattr(cls, "_field_types", {})
+        fields = _child_fields_of[cls] = tuple(
+            f for f in cls._fields if declared.get(f) not in _LEAF_TYPES
+        ) if issubclass(cls, gast.AST) else ()
+    return fields
+
+
+def _fields_of(cls) -> tuple[tuple[str, bool], ...]:
+    """Each field of node class `cls`, and whether it may hold nodes."""
+    fields = _fields_of_class.get(cls)
+    if fields is None:
+        children = _child_fields(cls)
+        fields = _fields_of_class[cls] = tuple((f, f in children) for f in cls._fields)
+    return fields
+
+
+def _add_children(node, todo: list) -> None:
+    """Append the nodes directly inside `node` to `todo`, in field order."""
+    fields = _child_fields_of.get(type(node))
+    for field in _child_fields(type(node)) if fields is None else fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            todo.extend([v for v in value if isinstance(v, gast.AST)])
+        elif isinstance(value, gast.AST):
+            todo.append(value)
+
+
+def _add_parts(node, todo: list) -> None:
+    """`_add_children`, for a walk that skips what is no node itself (`None`, a string), which
+    has no parts to add: the hottest walks, collecting names, save the checks."""
+    fields = _child_fields_of.get(type(node))
+    for field in _child_fields(type(node)) if fields is None else fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            todo += value
+        elif value is not None:
+            todo.append(value)
+
+
+def child_nodes(node) -> list:
+    """The nodes directly inside `node`, in field order (as `gast.iter_child_nodes`)."""
+    found = []
+    _add_children(node, found)
+    return found
+
+
+def walk(node) -> list:
+    """Every node inside `node`, itself first, breadth first: `gast.walk`'s order, as a list.
+
+    >>> [type(n).__name__ for n in walk(gast.parse("x").body[0])]
+    ['Expr', 'Name', 'Load']
+    """
+    found = [node]
+    for current in found:  # (grows while it is read: breadth first)
+        _add_children(current, found)
+    return found
+
+
+def load_names(node) -> set[str]:
+    """Every name read inside `node`.
+
+    >>> sorted(load_names(gast.parse("y = f(x, y=z)").body[0]))
+    ['f', 'x', 'z']
+    """
+    names = set()
+    todo = [node]
+    for current in todo:  # (grows while it is read: every node once)
+        if type(current) is _Name:  # its context is a leaf: skip it
+            if type(current.ctx) is _Load:
+                names.add(current.id)
+            if current.annotation is not None:
+                todo.append(current.annotation)
+            continue
+        _add_parts(current, todo)
+    return names
+
+
+def copy_node(node):
+    """A deep copy of a node (or list of nodes). Annotations are shared, not copied: passes
+    replace an annotation's value rather than change it."""
+    return _copy(node, None)
+
+
+def substitute(node, mapping):
+    """A copy of `node` with names replaced: to a string (renamed, any context) or to an
+    expression (loads only).
+
+    >>> from adjoint.compiler.syntax import name, parse, unparse
+    >>> unparse(substitute(parse("y = x + 1").body[0], {"y": "z", "x": name("w")}))
+    'z = w + 1'
+    """
+    return _copy(node, mapping)
+
+
+_POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def _copy(node, mapping):
+    """`copy_node`, replacing the names in `mapping` on the way (see `substitute`)."""
+    if type(node) is list:
+        return [_copy(n, mapping) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    if mapping is not None and type(node) is _Name:
+        if node.id in mapping:
+            return _replacement(node, mapping[node.id])
+        mapping = None  # (a parameter's annotation keeps its names)
+    cls = type(node)
+    state = node.__dict__
+    new = cls.__new__(cls)
+    copied = new.__dict__  # (where a node's constructor puts its fields too)
+    for field, holds_nodes in _fields_of_class.get(cls) or _fields_of(cls):
+        value = state.get(field)
+        if holds_nodes and value is not None:
+            value = _copy(value, mapping)
+        elif type(value) is list:
+            value = list(value)
+        copied[field] = value
+    for attribute in _POSITION:
+        if attribute in state:
+            copied[attribute] = state[attribute]
+    if "_adjoint" in state:
+        copied["_adjoint"] = dict(state["_adjoint"])
+    return new
+
+
+def _replacement(node, replacement):
+    if isinstance(replacement, str):
+        return gast.Name(id=replacement, ctx=_copy(node.ctx, None), annotation=None, type_comment=None)
+    if not isinstance(node.ctx, gast.Load):
+        raise ValueError(f"cannot store into the expression substituted for {node.id}")
+    return _copy(replacement, None)
+
+
+def default_values(function) -> list:
+    """The default value expressions of a function's or lambda's parameters, keyword-only too."""
+    return list(function.args.defaults) + [d for d in function.args.kw_defaults if d is not None]
+
+
+def walk_local(node) -> list:
+    """Like `walk`, without entering the bodies of nested functions and lambdas (their names are
+    their own); a nested function's defaults and decorators are entered. Depth first."""
+    found, todo = [], [node]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
+            todo.extend(default_values(current))
+            todo.extend(getattr(current, "decorator_list", []))
+            continue
+        _add_children(current, todo)
+    return found
+
+
+def stored_names(node) -> set[str]:
+    """Every name `node` assigns, nested functions' own names excluded.
+
+    >>> sorted(stored_names(gast.parse("a, (b, *c) = f(d)").body[0]))
+    ['a', 'b', 'c']
+    """
+    if isinstance(node, gast.FunctionDef):
+        return {node.name}
+    names = set()
+    todo = [node]
+    for current in todo:
+        cls = type(current)
+        if cls is _Name:
+            if type(current.ctx) is _Store:
+                names.add(current.id)
+            if current.annotation is not None:
+                todo.append(current.annotation)
+        elif current is not node and (cls is _FunctionDef or cls is _Lambda):
+            if cls is _FunctionDef:
+                names.add(current.name)
+                todo.extend(current.decorator_list)
+            todo.extend(default_values(current))
+        else:
+            _add_parts(current, todo)
+    return names
+
+
+def free_names(function) -> set[str]:
+    """The names a nested function or lambda reads from its enclosing scopes."""
+    args = function.args
+    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    body = function.body if isinstance(function.body, list) else [gast.Expr(value=function.body)]
+    local = set(params)
+    reads = set()
+    for stmt in body:
+        local |= stored_names(stmt)
+        reads |= scope_reads(stmt)
+    return reads - local
+
+
+def scope_reads(node) -> set[str]:
+    """The names `node` reads in the scope it is in: its loads, but for a function or lambda
+    (`node` itself too) the names it reads from outside (`free_names`) and its defaults' and
+    decorators' loads.
+
+    >>> sorted(scope_reads(gast.parse("y = f(lambda t, k=c: t + x)").body[0]))
+    ['c', 'f', 'x']
+    """
+    names = set()
+    todo = [node]
+    for current in todo:
+        cls = type(current)
+        if cls is _Name:
+            if type(current.ctx) is _Load:
+                names.add(current.id)
+            if current.annotation is not None:
+                todo.append(current.annotation)
+        elif cls is _FunctionDef or cls is _Lambda:
+            names |= free_names(current)
+            todo.extend(default_values(current))
+            todo.extend(getattr(current, "decorator_list", []))
+        else:
+            _add_parts(current, todo)
+    return names
+
+
+class Transformer(gast.NodeTransformer):
+    """`gast.NodeTransformer`, with its `visit_<Kind>` methods looked up once per node class
+    and only the fields that may hold nodes visited."""
+
+    def visit(self, node):
+        visitors = type(self).__dict__.get("_visitors")
+        if visitors is None:
+            visitors = {}
+            type(self)._visitors = visitors  # (per class: subclasses visit differently)
+        visitor = visitors.get(type(node))
+        if visitor is None:
+            visitor = getattr(type(self), "visit_" + type(node).__name__, type(self).generic_visit)
+            visitors[type(node)] = visitor
+        return visitor(self, node)
+
+    def generic_visit(self, node):
+        fields = _child_fields_of.get(type(node))
+        for field in _child_fields(type(node)) if fields is None else fields:
+            old = getattr(node, field, None)
+            if type(old) is list:
+                new_values = []
+                for value in old:
+                    if isinstance(value, gast.AST):
+                        value = self.visit(value)
+                        if value is None:
+                            continue
+                        if not isinstance(value, gast.AST):  # a list of nodes in its place
+                            new_values.extend(value)
+                            continue
+                    new_values.append(value)
+                old[:] = new_values
+            elif isinstance(old, gast.AST):
+                new = self.visit(old)
+                if new is None:
+                    delattr(node, field)
+                else:
+                    setattr(node, field, new)
+        return node
