@@ -61,7 +61,10 @@ class _Reverse(calls.CallAdjoints):
         self.numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters(params))
         self.shapes = shapes.classes(node, [params[i] for i in ctx.python_floats if i < len(params)])
         # for forward mode over the pullback: numbers whose tangents are never None (no items of containers)
-        ctx.forward_numbers = frozenset(kinds.certain_numbers(node.body, ctx.numeric_parameters(params), items=False))
+        reads_items = any(isinstance(getattr(s, "value", None), gast.Subscript) for s in syntax.statements(node.body))
+        ctx.forward_numbers = frozenset(
+            kinds.certain_numbers(node.body, ctx.numeric_parameters(params), items=False) if reads_items else self.numbers
+        )
         self.cot = Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
         self.forward: list = []
         self.adjoints: list = []  # (statement, function emitting its adjoint block), in order

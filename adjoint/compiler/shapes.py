@@ -44,6 +44,7 @@ PYTHON_NUMBER = "a Python number"
 SHAPE = "an array's shape"
 OPAQUE = "opaque"
 _NUMBER = object()  # a definition known to bind a Python number
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 
 # Elementwise functions whose result has the dtype of their float operands (not `abs`, `real`,
 # `angle`: they make a complex array real).
@@ -108,7 +109,18 @@ def _definitions(node) -> dict:
     name declared `global` or `nonlocal` anywhere inside may change behind any call."""
     stores: dict[str, int] = {}
     shared = set()
-    todo = [(node, False)]  # (node, inside a nested scope: its names are its own)
+    everything = syntax.walk(node)
+    scoped = any(isinstance(c, _SCOPES) and c is not node for c in everything)
+    todo = [(node, False)] if scoped else []  # (node, inside a nested scope: its names are its own)
+    for child in [] if scoped else everything:  # no nested scope: one flat walk
+        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
+            stores[child.id] = stores.get(child.id, 0) + 1
+        elif isinstance(child, (gast.MatchAs, gast.MatchStar)) and child.name:
+            stores[child.name] = stores.get(child.name, 0) + 1
+        elif isinstance(child, gast.MatchMapping) and child.rest:
+            stores[child.rest] = stores.get(child.rest, 0) + 1
+        elif isinstance(child, (gast.Global, gast.Nonlocal)):
+            shared.update(child.names)
     while todo:
         child, nested = todo.pop()
         bound = None
@@ -126,7 +138,7 @@ def _definitions(node) -> dict:
             bound = child.rest
         if bound:
             stores[bound] = stores.get(bound, 0) + 1
-        scope = child is not node and isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef))
+        scope = child is not node and isinstance(child, _SCOPES)
         if scope and not nested:  # its defaults and decorators run in this scope (a `:=` there binds here)
             outer = syntax.default_values(child) if not isinstance(child, gast.ClassDef) else []
             outer += list(getattr(child, "decorator_list", []))
