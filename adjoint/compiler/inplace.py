@@ -176,10 +176,13 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     for d in item_reads:
         if d.value.value.id in known.holders:  # `lst[0][0] = v` may update what another name holds
             others |= known.contained | set().union(*(known.sharing(n) for n in known.contained))
+    made_here = [d for d in origins if update is not None and isinstance(d.value, gast.Name)
+                 and d not in item_reads and _made_here(d.value.id, facts)]
+    for d in made_here:  # a copy of a new array: the update shows only through what shares it
+        others |= {d.value.id} | known.sharing(d.value.id)
     seen_later = sorted(n for n in others if _read_after(n, index, facts))
     views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads
-             and not (isinstance(d.value, gast.Name) and (
-                 _holds_a_literal(d.value.id, known) or update is not None and _made_here(d.value.id, facts)))]
+             and d not in made_here and not (isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known))]
     if roots & known.loop_items:
         reason = f"`{name}` is an item of the sequence the loop walks"
     elif views:

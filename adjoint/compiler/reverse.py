@@ -59,7 +59,7 @@ class _Reverse(calls.CallAdjoints):
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
         self.numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters(params))
-        self.shapes = shapes.classes(node, [params[i] for i in ctx.python_floats if i < len(params)])
+        self.shapes = shapes.classes(node, self.numbers, [params[i] for i in ctx.python_floats if i < len(params)])
         # for forward mode over the pullback: numbers whose tangents are never None (no items of containers)
         reads_items = any(isinstance(getattr(s, "value", None), gast.Subscript) for s in syntax.statements(node.body))
         ctx.forward_numbers = frozenset(

@@ -61,12 +61,15 @@ _OPERATORS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operato
 _REDUCTIONS = {np.sum, np.max, np.min, np.amax, np.amin, np.mean, np.prod}
 _REDUCING_METHODS = {"sum", "max", "min", "mean", "prod"}
 _PYTHON_NUMBER_MAKERS = {len, float, int}
-_TUPLE_MAKERS = {math.modf, math.frexp}
+# `math` functions that may return something else than a number (a tuple; `prod` of arrays).
+_NOT_NUMBERS = {math.modf, math.frexp, math.prod} | ({math.sumprod} if hasattr(math, "sumprod") else set())
 
 
-def classes(node: gast.FunctionDef, python_numbers=()) -> dict:
-    """The class of every name `node` assigns or takes as a parameter (see the module docstring);
-    the parameters named in `python_numbers` hold Python floats (the code is specialised on it)."""
+def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> dict:
+    """The class of every name `node` assigns or takes as a parameter (see the module docstring).
+    `numbers` certainly hold numbers or arrays (`kinds.certain_numbers`: their `.shape` is a
+    shape); the parameters named in `python_numbers` hold Python floats (the code is specialised
+    on it)."""
     definitions = _definitions(node)
     for name in python_numbers:
         if definitions.get(name) == [None]:  # never rebound
@@ -86,7 +89,7 @@ def classes(node: gast.FunctionDef, python_numbers=()) -> dict:
         for name, values in definitions.items():  # in order: most names settle in the first round
             if name not in pending:
                 continue
-            found = [_class_of(v, name, known, once, definitions) for v in values]
+            found = [_class_of(v, name, known, once, definitions, numbers) for v in values]
             if name in known:
                 found = [known[name] if f is None else f for f in found]
             joined = _join(found, name, once)
@@ -172,7 +175,7 @@ def _join(found, name, once):
     return Like(name) if name in once else OPAQUE
 
 
-def _class_of(value, name, known, once, defined):
+def _class_of(value, name, known, once, defined, numbers):
     """The class `value` gives the name `name` (None: an operand's class is not known yet)."""
     fresh = Like(name) if name in once else OPAQUE
     if value is None:
@@ -183,7 +186,9 @@ def _class_of(value, name, known, once, defined):
         return PYTHON_NUMBER if type(value.value) in (int, float) else fresh
     if isinstance(value, gast.Name):
         return _operand(value, known, defined)
-    if isinstance(value, gast.Attribute):
+    if isinstance(value, gast.Attribute):  # an array's `.ndim`, `.size`, `.shape` (not a model's field)
+        if not (isinstance(value.value, gast.Name) and value.value.id in numbers):
+            return fresh
         return PYTHON_NUMBER if value.attr in ("ndim", "size") else SHAPE if value.attr == "shape" else fresh
     if isinstance(value, gast.Subscript):  # `x.shape[0]`
         shape = _operand(value.value, known, defined) if isinstance(value.value, gast.Name) else OPAQUE
@@ -199,7 +204,7 @@ def _class_of(value, name, known, once, defined):
     if isinstance(value, gast.Call):
         obj = getattr(anno.get(value, anno.CALLEE), "obj", None)
         if _member(obj, _PYTHON_NUMBER_MAKERS) or (
-            getattr(obj, "__module__", None) == "math" and not _member(obj, _TUPLE_MAKERS) and not value.keywords
+            getattr(obj, "__module__", None) == "math" and not _member(obj, _NOT_NUMBERS) and not value.keywords
         ):
             return PYTHON_NUMBER
         if _member(obj, _PRESERVING) and not value.keywords:

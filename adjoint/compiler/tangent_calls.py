@@ -267,7 +267,7 @@ class TangentCalls:
         if (
             call.func.attr in _LINEAR_METHODS and isinstance(receiver, gast.Name) and receiver.id in self.numbers
             and self.has_tangent(receiver) and not anno.get(call, anno.FROZEN) and not call.args
-            and all(k.arg is not None and not (syntax.load_names(k.value) & self.varied) for k in call.keywords)
+            and all(k.arg in ("axis", "keepdims") and not (syntax.load_names(k.value) & self.varied) for k in call.keywords)
         ):  # `g.sum(axis=1)` of an array: linear, so its tangent is `dg.sum(axis=1)`
             tangent = gast.Call(func=gast.Attribute(value=receiver_dot, attr=call.func.attr, ctx=gast.Load()),
                                 args=[], keywords=[syntax.copy_node(k) for k in call.keywords])

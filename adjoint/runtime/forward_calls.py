@@ -198,6 +198,10 @@ def method_jvp(receiver, receiver_tangent, name, primals, tangents, /, **kwargs)
                 value = bound(*primals, **kwargs)
                 return value, zero_tangent(value)
             raise RuleError(f"adjoint has no forward rule for the array method `{type(receiver).__name__}.{name}`")
+        reverse = registry.lookup(method) if kwargs else None
+        refusal = reverse.refusal(len(primals) + 1, kwargs) if reverse is not None else None
+        if refusal:  # as reverse mode refuses it (`x.sum(initial=1.0)`)
+            raise RuleError(f"adjoint's rule for `{type(receiver).__name__}.{name}` {refusal}")
         return rule.frule((receiver, *primals), (receiver_tangent, *tangents), **kwargs)
     if isinstance(receiver, super):
         method = getattr(receiver, name)

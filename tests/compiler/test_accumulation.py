@@ -125,3 +125,42 @@ def test_an_update_through_a_copy_of_a_new_array_is_differentiated_when_the_orig
         check_grad(update_through_a_live_copy, rng.normal(size=3))  # right, where it is not refused
     except adjoint.TransformError as error:
         assert "may also be reached through another name" in str(error)
+
+
+def update_through_a_copy_in_a_loop(x):
+    a = x * 2.0
+    b = a
+    for _ in range(2):
+        b += x * a  # in Python this changes `a` too, which the next iteration reads
+    return np.sum(b)
+
+
+def accumulator_read_through_its_first_name(x):
+    acc = x * 0.0
+    out = acc
+    for _ in range(3):
+        out += x ** 2
+    return np.sum(acc)  # `acc` is `out`: Python sums the updates
+
+
+def test_an_update_through_a_copy_that_a_loop_or_a_later_line_reads_is_refused():
+    for f in (update_through_a_copy_in_a_loop, accumulator_read_through_its_first_name):
+        try:
+            check_grad(f, rng.normal(size=3))  # right, where it is not refused
+        except adjoint.TransformError as error:
+            assert "may also be reached through another name" in str(error)
+
+
+def rnn_states(W, xs, h):
+    for x in xs:
+        h = np.tanh(W @ h + x)
+    return h
+
+
+def test_a_complex_cotangent_for_a_real_output_gives_its_real_part():
+    for f, seed in ((rnn, 1.0), (rnn_states, np.ones(3))):
+        _, back = adjoint.pullback(f, rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(4, 3)), rng.normal(size=3))
+        real, mixed = back(seed), back(seed + 2.0j * seed)
+        for got, want in zip(mixed, real):
+            np.testing.assert_allclose(got, want)
+

@@ -1,6 +1,8 @@
 """compiler.shapes: which names certainly share a shape and dtype, so that elementwise adjoints
 skip `adj.unbroadcast` where nothing was broadcast, and nowhere else."""
 
+import dataclasses
+import math
 import textwrap
 
 import gast
@@ -8,7 +10,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint.compiler import shapes
+from adjoint.compiler import kinds, shapes
 from adjoint.compiler.pipeline import lower
 from adjoint.testing import check_grad
 
@@ -16,8 +18,9 @@ rng = np.random.default_rng(0)
 
 
 def classes(fn, wrt=(0,)):
-    node, _ = lower(fn, wrt, until="inplace")
-    return shapes.classes(node)
+    node, ctx = lower(fn, wrt, until="inplace")
+    params = [a.id for a in node.args.args]
+    return shapes.classes(node, kinds.certain_numbers(node.body, ctx.numeric_parameters(params)))
 
 
 def log_sum_exp(X, b):
@@ -154,3 +157,22 @@ def test_a_name_bound_again_in_a_nested_default_is_not_taken_to_be_defined_once(
     found = shapes.classes(gast.parse(source).body[0])
     assert found["y"] == shapes.OPAQUE  # bound twice: `y = x * 2.0`, then the default's `:=`
     assert "z" not in found  # the nested function's own name
+
+
+@dataclasses.dataclass
+class Box:
+    size: np.ndarray
+
+
+def field_named_size(x, box):
+    return np.sum(x * box.size)
+
+
+def product_of_rows(X):
+    return np.sum(math.prod(X) * X[0])
+
+
+def test_a_field_named_size_and_math_prod_of_arrays_are_not_taken_for_numbers():
+    assert shapes.PYTHON_NUMBER not in classes(field_named_size, (0,)).values()  # `box.size` is an array
+    check_grad(lambda x: field_named_size(x, Box(np.ones((2, 3)))), rng.normal(size=3))
+    check_grad(product_of_rows, rng.uniform(1.0, 2.0, size=(2, 3)))

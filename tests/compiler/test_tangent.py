@@ -168,6 +168,19 @@ def test_a_method_is_dispatched_on_the_receiver_at_run_time():
     check_jvp(method_of_an_item, [M, M])
 
 
+def sum_from_an_initial_value(x):
+    return x.sum(initial=3.0)
+
+
+def test_a_sum_with_an_initial_value_is_not_written_as_a_linear_one():
+    assert "dx.sum(initial" not in jvp_source(sum_from_an_initial_value)
+    try:
+        _, tangent = adjoint.jvp(sum_from_an_initial_value, (M,), (np.ones_like(M),))
+    except adjoint.AdjointError:
+        return  # refused, as in reverse mode
+    assert tangent == pytest.approx(M.size)
+
+
 def test_a_linear_method_of_an_array_is_written_inline():
     assert "dx.sum(axis=0)" in jvp_source(method_call) and "method_jvp" not in jvp_source(method_call)
     check_jvp(method_call, M)
