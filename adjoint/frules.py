@@ -29,6 +29,7 @@ second pullback). Registering an `adjoint.frule` as well is faster.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import functools
 import operator
@@ -273,19 +274,12 @@ _QUIET = {operator.add, operator.sub, operator.mul, operator.neg, operator.pos,
           np.add, np.subtract, np.multiply, np.negative, np.positive}
 
 
-def _member(obj, group) -> bool:
-    try:
-        return obj in group
-    except TypeError:  # unhashable
-        return False
-
-
 def _elementwise(primitive, partials) -> ForwardRule:
     entry = _derived.get(id(primitive))
     if entry is not None and entry[0] is primitive and entry[1].partials is partials:
         return entry[1]
 
-    quiet = _member(primitive, _QUIET)
+    quiet = isinstance(primitive, collections.abc.Hashable) and primitive in _QUIET
 
     def elementwise_frule(primals, tangents):
         value = primitive(*primals)

@@ -208,6 +208,31 @@ def is_container_update(call) -> bool:
     return obj is runtime.setitem or obj is runtime.append or obj is runtime.add_at
 
 
+def made_here(name, known: Aliases, reads: dict, seen=None) -> bool:
+    """Whether every value `name` can hold is a new array this function made (`a = b * c`),
+    through plain copies and `adj.unbroadcast` of a value read nowhere else (which returns it,
+    or a new sum): updating a copy of it shows only through the names sharing it, which the
+    caller checks are not read afterwards. This is what a pullback's `x_bar += g` updates.
+    `reads`: the statements reading each name."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return True
+    seen.add(name)
+    definitions = known.definitions.get(name, [])
+    for d in definitions:
+        value = d.value
+        if isinstance(value, gast.Name):
+            if not made_here(value.id, known, reads, seen):
+                return False
+        elif isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) is runtime.unbroadcast:
+            passed = value.args[0] if value.args else None
+            if not (isinstance(passed, gast.Name) and len(reads.get(passed.id, [])) == 1 and made_here(passed.id, known, reads, seen)):
+                return False
+        elif not is_fresh(d):
+            return False
+    return bool(definitions)
+
+
 def is_fresh(definition) -> bool:
     """Whether the statement defining a name makes a new array no other name refers to."""
     if definition is None or isinstance(definition.targets[0], gast.Tuple):

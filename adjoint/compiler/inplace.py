@@ -31,7 +31,6 @@ import types
 import gast
 import numpy as np
 
-from .. import runtime
 from . import aliases, effects, kinds, resolve, syntax
 from . import annotations as anno
 from .context import Context
@@ -177,7 +176,7 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
         if d.value.value.id in known.holders:  # `lst[0][0] = v` may update what another name holds
             others |= known.contained | set().union(*(known.sharing(n) for n in known.contained))
     made_here = [d for d in origins if update is not None and isinstance(d.value, gast.Name)
-                 and d not in item_reads and _made_here(d.value.id, facts)]
+                 and d not in item_reads and aliases.made_here(d.value.id, known, facts.reads)]
     for d in made_here:  # a copy of a new array: the update shows only through what shares it
         others |= {d.value.id} | known.sharing(d.value.id)
     seen_later = sorted(n for n in others if _read_after(n, index, facts))
@@ -255,30 +254,6 @@ def _holds_a_literal(name, known, seen=None) -> bool:
         or isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known, seen)
         for d in definitions
     )
-
-
-def _made_here(name, facts, seen=None) -> bool:
-    """Whether every value `name` can hold is a new array this function made (`a = b * c`),
-    through plain copies and `adj.unbroadcast` of a value read nowhere else (which returns it,
-    or a new sum): updating a copy of it shows only through the names sharing it, which the
-    caller checks are not read afterwards. This is what a pullback's `x_bar += g` updates."""
-    seen = set() if seen is None else seen
-    if name in seen:
-        return True
-    seen.add(name)
-    definitions = facts.aliases.definitions.get(name, [])
-    for d in definitions:
-        value = d.value
-        if isinstance(value, gast.Name):
-            if not _made_here(value.id, facts, seen):
-                return False
-        elif isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) is runtime.unbroadcast:
-            passed = value.args[0] if value.args else None
-            if not (isinstance(passed, gast.Name) and len(facts.reads.get(passed.id, [])) == 1 and _made_here(passed.id, facts, seen)):
-                return False
-        elif not aliases.is_fresh(d):
-            return False
-    return bool(definitions)
 
 
 def _read_after(name, update, facts) -> bool:
