@@ -27,6 +27,12 @@ def carries_gradient(arg, index, f) -> bool:
 def complete(value, cotangent):
     """The cotangent the user gave for the output `value`, checked against it (containers,
     namedtuples and objects mirrored, leaves shaped like the value's), `None` leaves made zeros."""
+    if type(value) in _SCALARS and type(cotangent) in _SCALARS:  # the common cases, nothing to check
+        return cotangent
+    if type(value) is np.ndarray and type(cotangent) is np.ndarray and value.shape == cotangent.shape and (
+        cotangent.dtype.kind != "c" or value.dtype.kind == "c"
+    ):
+        return cotangent
     if isinstance(value, (tuple, list)):
         if cotangent is None:
             cotangent = [None] * len(value)
@@ -44,7 +50,12 @@ def complete(value, cotangent):
         raise AdjointError(
             f"the cotangent has shape {np.shape(cotangent)} but the output has shape {np.shape(value)}"
         )
+    if np.iscomplexobj(cotangent) and runtime.is_differentiable(value) and not np.iscomplexobj(value):
+        return np.real(cotangent)  # a real output's cotangent is real: its imaginary part moves nothing
     return cotangent
+
+
+_SCALARS = (float, np.float64)
 
 
 def _complete_mapping(value, cotangent):
@@ -76,7 +87,7 @@ def project(arg, cotangent):
     if cotangent is None:
         return runtime.zeros_like(arg)
     if type(arg) is float:
-        return float(np.real(cotangent))
+        return cotangent if type(cotangent) is float else float(np.real(cotangent))
     if type(arg) is complex:
         return complex(cotangent)
     dtype = arg.dtype if isinstance(arg, (np.ndarray, np.generic)) else np.result_type(arg)
@@ -94,6 +105,10 @@ def project(arg, cotangent):
 
 def unit(value, f):
     """The seed of a gradient: 1 shaped like the scalar output."""
+    if type(value) is float:  # the common cases first: every gradient asks
+        return 1.0
+    if type(value) is np.float64:
+        return _ONE
     if np.iscomplexobj(value) and np.ndim(value) == 0:
         raise AdjointError(
             f"grad needs {name_of(f)} to return a real scalar, but it returned a complex one. "
@@ -115,6 +130,16 @@ def unit(value, f):
     if isinstance(value, np.generic):
         return type(value)(1)  # a NumPy scalar, not a 0-d array: scalar code stays on fast paths
     return np.ones_like(value) if isinstance(value, np.ndarray) else type(value)(1)
+
+
+def loss_of(value, f):
+    """The loss in the output `(loss, aux)` of `f`, differentiated with `has_aux=True`."""
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise AdjointError(f"with has_aux=True, {name_of(f)} must return a pair (value, aux)")
+    return value[0]
+
+
+_ONE = np.float64(1.0)  # immutable, so one serves every call
 
 
 def select(cotangents, wrt):

@@ -1,43 +1,26 @@
 """Generated forward functions for the API and for calls made from generated code.
 
 `forward(f, wrt, frozen)` gets the compiled forward function (wrapped for implicit parameters
-while `adjoint.gradient(f, ps)` runs); `transform_for_runtime` is what `runtime.vjp` calls to
-differentiate your functions from inside generated code; `recursion_headroom` makes room for
+while `adjoint.gradient(f, ps)` runs), and `PlainCalls` finds it quickly for the common call;
+`transform_for_runtime` is what `runtime.vjp` calls to differentiate your functions from inside
+generated code; `recursion_headroom` (from `runtime.gradient_mode`) makes room for
 differentiated recursion.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import types
+import weakref
 
 import numpy as np
 
-from . import implicit, runtime, trainable, tree
+from . import arguments, implicit, registry, runtime, structure, trainable, tree
 from .arguments import name_of
 from .compiler import pipeline, resolve
 from .errors import AdjointError, TransformError
-
-
-@contextlib.contextmanager
-def recursion_headroom():
-    """Room for recursion as deep as plain Python allows: a differentiated recursive call takes
-    about three frames (`vjp`, the forward function, its pullback) where Python takes one."""
-    global _raised
-    limit = sys.getrecursionlimit()
-    if not _raised:
-        sys.setrecursionlimit(3 * limit)
-    _raised += 1
-    try:
-        yield
-    finally:
-        _raised -= 1
-        if not _raised:
-            sys.setrecursionlimit(limit)
-
-
-_raised = 0  # how many differentiated calls are running (only the outermost raises the limit)
+from .runtime import gradient_mode
+from .runtime.gradient_mode import recursion_headroom  # noqa: F401  (where `derivatives` finds it)
+from .runtime.marks import marked
 
 
 def forward(f, wrt, frozen=(), args=()):
@@ -65,6 +48,95 @@ def forward(f, wrt, frozen=(), args=()):
             f"`{f.__qualname__}.__wrapped__`, or apply the decorator outside adjoint."
         )
         raise TransformError(error.function_name, error.problems, context) from None
+
+
+class PlainCalls:
+    """The plain calls of a Python function `f` differentiated at `positions` (ascending), found
+    and run with a few identity checks per call: those whose arguments there are floats and
+    real float arrays (so each carries a gradient, and nothing is frozen), made while no
+    implicit gradient runs, of an `f` without a rule that updates no argument in place. What
+    the general path (`api._pullback`) would check besides is checked again when `f`, its
+    code, a name its code resolved, or the registered rules change. Every call is given `f`:
+    held here, it would keep itself alive in `plain_calls`'s cache."""
+
+    __slots__ = ("positions", "count", "version", "generated", "code", "bound")
+
+    def __init__(self, positions):
+        self.positions = tuple(positions)
+        self.count = self.positions[-1] + 1 if self.positions else 0  # the arguments a call needs
+        self.version = -1  # `registry.version` when `generated` was found; -1 before, or for none
+        self.generated = self.code = self.bound = None
+
+    def forward(self, f, args):
+        """The generated forward function for the call `f(*args)`, or None if the call is
+        not plain (the general path takes it, and refuses what it must)."""
+        if len(args) < self.count:
+            return None
+        for i in self.positions:
+            arg = args[i]
+            kind = type(arg)
+            if kind is _NDARRAY:
+                dtype = arg.dtype
+                if dtype is not _FLOAT64 and dtype.kind != "f":
+                    return None
+            elif kind is not float:
+                return None
+        if implicit.collector() is not None:
+            return None
+        if self.version == registry.version and self.code is f.__code__ and self.bound():
+            return self.generated
+        return self._found(f)
+
+    def gradients(self, f, args, kwargs, has_aux=False):
+        """`(value, gradients)` of the call `f(*args, **kwargs)` of scalar-valued `f` (with
+        `has_aux`, `value` is `(loss, aux)`), the gradients those of the arguments at
+        `positions`; or None if the call is not plain. The forward pass and the pullback run
+        as one differentiated call."""
+        forward = self.forward(f, args)
+        if forward is None:
+            return None
+        gradient_mode.enter()
+        try:
+            value, pullback = forward(*args, **kwargs) if kwargs else forward(*args)
+            if has_aux:
+                seed = (arguments.unit(arguments.loss_of(value, f), f), None)
+                cotangents = pullback(arguments.complete(value, seed))
+            else:
+                seed = arguments.unit(value, f)
+                cotangents = pullback(seed)
+        finally:
+            gradient_mode.leave()
+        return value, structure.plain_gradients(args, cotangents, self.positions, seed)
+
+    def _found(self, f):
+        """Look `f` up again: whether it has a rule, and its forward function (compiled again if
+        a name it resolved was rebound)."""
+        version = registry.version
+        self.version = -1
+        if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
+            return None
+        generated = forward(f, self.positions)
+        if generated.__adjoint_updates__:  # the general path checks the arguments' memory
+            return None
+        self.generated, self.code, self.bound = generated, generated.__adjoint_code__, generated.__adjoint_bound__
+        self.version = version
+        return generated
+
+
+_NDARRAY, _FLOAT64 = np.ndarray, np.dtype(np.float64)
+_plain_calls: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
+
+
+def plain_calls(f, positions) -> PlainCalls:
+    """The `PlainCalls` of `f` at `positions`, made once per function object (for
+    `adjoint.pullback(f, ...)`, given `f` on every call; a gradient keeps its own)."""
+    per_function = _plain_calls.get(f)
+    if per_function is None:
+        per_function = _plain_calls[f] = {}
+    calls = per_function.get(positions)
+    if calls is None:
+        calls = per_function[positions] = PlainCalls(positions)
+    return calls
 
 
 def require_python_function(f):

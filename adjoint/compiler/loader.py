@@ -17,7 +17,9 @@ are seen. The text is registered in `linecache` under `<adjoint NAME #N>`, so tr
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import functools
 import itertools
 import linecache
 import re
@@ -89,7 +91,8 @@ def user_location(filename: str, line: int):
 
 
 def instantiate(compiled: Compiled, fn):
-    """The generated function bound to `fn`'s globals, closure cells and defaults."""
+    """The generated function bound to `fn`'s globals, closure cells and defaults; its
+    `__adjoint_bound__()` tells, quickly enough to ask on every call, whether `still_valid`."""
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[v] for v in compiled.factory_code.co_freevars)
     factory = types.FunctionType(compiled.factory_code, fn.__globals__, "__adjoint_factory__", None, closure)
@@ -98,6 +101,8 @@ def instantiate(compiled: Compiled, fn):
     generated.__kwdefaults__ = fn.__kwdefaults__
     generated.__adjoint_arity__ = compiled.arity
     generated.__adjoint_source__ = compiled.text
+    generated.__adjoint_compiled__ = compiled
+    generated.__adjoint_bound__ = _binding_check(compiled, fn)
     return generated
 
 
@@ -115,7 +120,67 @@ def still_valid(compiled: Compiled, fn) -> bool:
     return True
 
 
+def _binding_check(compiled: Compiled, fn):
+    """`still_valid(compiled, fn)` as a function of no arguments, written out as straight-line
+    code: each name is looked up where it lived when `fn`'s code was instantiated (a closure
+    cell, or the globals and then the builtins), so a monkeypatched global or a rebound cell is
+    still seen. Where a name lives is fixed for a function object as long as its code is (the
+    caller checks `fn`'s; a rule's code is not replaced). Missing names and attributes, and
+    emptied cells, fail the check: the code is then compiled again, and checked anew."""
+    names: dict[int, str] = {}
+    objects: list = []
+
+    def named(obj) -> str:  # the check's parameter holding `obj`
+        if id(obj) not in names:
+            names[id(obj)] = f"_{len(objects)}"
+            objects.append(obj)
+        return names[id(obj)]
+
+    terms = [f"{named(registry)}.version == {named(compiled.rules_version)}"]
+    checked = {}  # (where the name lives, attributes) -> the object checked there
+    for owner, root, attributes, expected in sorted(compiled.bindings, key=lambda b: (len(b[2]), b[1], b[2])):
+        function = owner.obj or fn
+        code = function.__code__
+        cell = function.__closure__[code.co_freevars.index(root)] if root in code.co_freevars else None
+        place = (id(cell if cell is not None else function.__globals__), root)
+        if checked.get((place, attributes), _MISSING) is expected.obj:
+            continue  # two rules of one module
+        parent = checked.get((place, attributes[:-1]), _MISSING) if attributes else _MISSING
+        if parent is not _MISSING:  # `np.exp` after `np`: read it from the object `np` was just checked to be
+            value = f"{named(parent)}.{attributes[-1]}"
+        else:
+            if cell is not None:
+                value = f"{named(cell)}.cell_contents"
+            elif root in function.__globals__:
+                value = f"{named(function.__globals__)}.get({root!r}, _M)"
+            else:
+                value = f"{named(function.__globals__)}.get({root!r}, _B.get({root!r}, _M))"
+            value += "".join(f".{attribute}" for attribute in attributes)
+        checked[(place, attributes)] = expected.obj
+        terms.append(f"{value} is {named(expected.obj)}")
+    return _check_factory(len(objects), " and ".join(terms))(*objects)
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_factory(count: int, condition: str):
+    """Compiled once per shape of check (closures of one function share it)."""
+    parameters = ", ".join(f"_{i}" for i in range(count))
+    text = (
+        f"def __adjoint_check_factory__({parameters}):\n"
+        "    def __adjoint_bound__():\n"
+        "        try:\n"
+        f"            return {condition}\n"
+        "        except (AttributeError, ValueError):  # a name or attribute gone, a cell emptied\n"
+        "            return False\n"
+        "    return __adjoint_bound__\n"
+    )
+    namespace = {"_M": _MISSING, "_B": _BUILTINS}
+    exec(compile(text, "<adjoint binding check>", "exec"), namespace)
+    return namespace["__adjoint_check_factory__"]
+
+
 _MISSING = object()
+_BUILTINS = vars(builtins)  # where `free_name` looks after the globals
 
 
 def _constant(code, name):

@@ -1,5 +1,5 @@
-"""Whether code is running as part of a differentiated call, per thread, and the helper
-generated pullbacks call for a gradient hook.
+"""Whether code is running as part of a differentiated call, per thread; room for the
+recursion of differentiated code; and the helper generated pullbacks call for a gradient hook.
 
 Generated code never asks: the compiler writes `adjoint.within_gradient()` as `True` into
 the code it generates. The flag here answers for code that runs as it is during a
@@ -10,13 +10,16 @@ constants.
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 
 import numpy as np
 
 from .cotangents import RuleError
 
-__all__ = ["within_gradient", "differentiating", "hooked"]
+__all__ = [
+    "within_gradient", "differentiating", "enter", "leave", "differentiated_call", "recursion_headroom", "hooked",
+]
 
 _state = threading.local()
 
@@ -44,6 +47,79 @@ class differentiating:
 
     def __exit__(self, *exc):
         _state.depth -= 1
+
+
+def enter() -> None:
+    """Start a differentiated call on this thread: `within_gradient()` true, and room for
+    recursion (see `recursion_headroom`). What `differentiated_call` does, for the API's common
+    path, which calls `leave()` in a `finally` instead (cheaper than a `with`)."""
+    _more_room()
+    flags = _state.__dict__  # this thread's: one lookup of the thread-local, not two
+    flags["depth"] = flags.get("depth", 0) + 1
+
+
+def leave() -> None:
+    """End what `enter()` started."""
+    _state.__dict__["depth"] -= 1
+    _less_room()
+
+
+class differentiated_call:
+    """`enter()` and `leave()` as a context.
+
+    >>> with differentiated_call():
+    ...     within_gradient()
+    True
+    """
+
+    __slots__ = ()
+
+    def __enter__(self):
+        enter()
+
+    def __exit__(self, *exc):
+        leave()
+
+
+class recursion_headroom:
+    """Room for recursion as deep as plain Python allows: a differentiated recursive call takes
+    about three frames (`vjp`, the forward function, its pullback) where Python takes one.
+    Nestable: only the outermost raises the limit, and the last to end restores it.
+
+    >>> limit = sys.getrecursionlimit()
+    >>> with recursion_headroom():
+    ...     sys.getrecursionlimit() == 3 * limit
+    True
+    >>> sys.getrecursionlimit() == limit
+    True
+    """
+
+    __slots__ = ()
+
+    def __enter__(self):
+        _more_room()
+
+    def __exit__(self, *exc):
+        _less_room()
+
+
+def _more_room() -> None:
+    global _raised, _limit
+    if not _raised:
+        _limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(3 * _limit)
+    _raised += 1
+
+
+def _less_room() -> None:
+    global _raised
+    _raised -= 1
+    if not _raised:
+        sys.setrecursionlimit(_limit)
+
+
+_raised = 0  # how many differentiated calls are running, in any thread
+_limit = 0  # the limit the outermost found
 
 
 def hooked(fn, cotangent, value):
