@@ -243,7 +243,8 @@ def source(f, wrt=None, *, args=None, freeze=None, params=None, mode="vjp") -> s
         freezings = trainable.freezings(args, positions, positions, freeze)
         spec = trainable.frozen_spec(freezings)
     if params is None:
-        return pipeline.compiled(f, positions, spec).text
+        floats = forwards.python_floats(positions, args) if args is not None else ()  # as the call runs it
+        return pipeline.compiled(f, positions, spec, floats=floats).text
     with implicit.collecting(params) as collector:
         held = implicit.implicit_names(f, positions, collector)
         return pipeline.compiled(f, positions + held, spec, implicit=True).text

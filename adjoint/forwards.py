@@ -25,13 +25,14 @@ from .runtime.marks import marked
 
 def forward(f, wrt, frozen=(), args=()):
     """The generated forward function of `f` for the parameter positions `wrt` and the frozen
-    paths `frozen`; while an implicit gradient runs (`adjoint.params`), also with respect to
-    the globals, closure variables and default values of `f` that hold parameters (`args`, the
-    positional arguments of the call, tell which defaults it uses)."""
+    paths `frozen`, specialised on which of the arguments `args` there are Python floats; while
+    an implicit gradient runs (`adjoint.params`), also with respect to the globals, closure
+    variables and default values of `f` that hold parameters (`args`, the positional arguments
+    of the call, tell which defaults it uses)."""
     try:
         collector = implicit.collector()
         if collector is None:
-            return pipeline.forward_function(f, wrt, frozen)
+            return pipeline.forward_function(f, wrt, frozen, floats=python_floats(wrt, args))
         names = implicit.implicit_names(f, wrt, collector)
         defaulted = tuple(p for p in implicit.defaulted_positions(f, args, collector) if p not in wrt)
         positions = tuple(sorted({i for i in wrt if isinstance(i, int)} | set(defaulted)))
@@ -50,6 +51,15 @@ def forward(f, wrt, frozen=(), args=()):
         raise TransformError(error.function_name, error.problems, context) from None
 
 
+def python_floats(wrt, args) -> tuple:
+    """The positions in `wrt` whose arguments in `args` are Python floats.
+
+    >>> python_floats((0, 1, 2), (0.5, np.ones(2), 2.0))
+    (0, 2)
+    """
+    return tuple(i for i in wrt if type(i) is int and i < len(args) and type(args[i]) is float)
+
+
 class PlainCalls:
     """The plain calls of a Python function `f` differentiated at `positions` (ascending), found
     and run with a few identity checks per call: those whose arguments there are floats and
@@ -59,19 +69,21 @@ class PlainCalls:
     code, a name its code resolved, or the registered rules change. Every call is given `f`:
     held here, it would keep itself alive in `plain_calls`'s cache."""
 
-    __slots__ = ("positions", "count", "version", "generated", "code", "bound")
+    __slots__ = ("positions", "count", "version", "generated", "code", "bound", "floats")
 
     def __init__(self, positions):
         self.positions = tuple(positions)
         self.count = self.positions[-1] + 1 if self.positions else 0  # the arguments a call needs
         self.version = -1  # `registry.version` when `generated` was found; -1 before, or for none
         self.generated = self.code = self.bound = None
+        self.floats = None  # the positions holding Python floats that `generated` is specialised on
 
     def forward(self, f, args):
         """The generated forward function for the call `f(*args)`, or None if the call is
         not plain (the general path takes it, and refuses what it must)."""
         if len(args) < self.count:
             return None
+        floats = ()
         for i in self.positions:
             arg = args[i]
             kind = type(arg)
@@ -79,13 +91,15 @@ class PlainCalls:
                 dtype = arg.dtype
                 if dtype is not _FLOAT64 and dtype.kind != "f":
                     return None
-            elif kind is not float:
+            elif kind is float:
+                floats += (i,)
+            else:
                 return None
         if implicit.collector() is not None:
             return None
-        if self.version == registry.version and self.code is f.__code__ and self.bound():
+        if self.version == registry.version and self.code is f.__code__ and self.floats == floats and self.bound():
             return self.generated
-        return self._found(f)
+        return self._found(f, floats, args)
 
     def gradients(self, f, args, kwargs, has_aux=False):
         """`(value, gradients)` of the call `f(*args, **kwargs)` of scalar-valued `f` (with
@@ -108,17 +122,18 @@ class PlainCalls:
             gradient_mode.leave()
         return value, structure.plain_gradients(args, cotangents, self.positions, seed)
 
-    def _found(self, f):
-        """Look `f` up again: whether it has a rule, and its forward function (compiled again if
-        a name it resolved was rebound)."""
+    def _found(self, f, floats, args):
+        """Look `f` up again: whether it has a rule, and its forward function for arguments
+        with Python floats at `floats` (compiled again if a name it resolved was rebound)."""
         version = registry.version
         self.version = -1
         if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
             return None
-        generated = forward(f, self.positions)
+        generated = forward(f, self.positions, args=args)  # specialised on the floats among `args`
         if generated.__adjoint_updates__:  # the general path checks the arguments' memory
             return None
         self.generated, self.code, self.bound = generated, generated.__adjoint_code__, generated.__adjoint_bound__
+        self.floats = floats
         self.version = version
         return generated
 

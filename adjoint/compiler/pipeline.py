@@ -50,7 +50,8 @@ _compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit, mode) ->
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
-def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = (), implicit: bool = False, mode=REVERSE):
+def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = (), implicit: bool = False, mode=REVERSE,
+          floats: tuple = ()):
     """Run the passes over `fn` up to and including `until` (all by default): `(node, ctx)`.
 
     >>> def f(x):
@@ -59,7 +60,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     >>> print(syntax.unparse(node.body[0]))
     f = x * x
     """
-    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen), implicit, mode=mode)
+    ctx = Context(fn, get_source(fn), tuple(wrt), dict(frozen), implicit, mode=mode, python_floats=tuple(floats))
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
     for name, transform in PASSES if mode == REVERSE else TANGENT_PASSES:
@@ -73,14 +74,17 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     return node, ctx
 
 
-def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
-    """Run every pass over `fn` and compile the result (not cached)."""
+def compile_function(
+    fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE, floats: tuple = (),
+) -> loader.Compiled:
+    """Run every pass over `fn` and compile the result (not cached); `floats`: the positions in
+    `wrt` whose arguments are Python floats, which the code is specialised on."""
     if mode == REVERSE and marked(fn, "__adjoint_rrule__", None) is not None:  # its wrapper's code is not what it means
         raise AdjointError(
             f"`{fn.__qualname__}` was made by adjoint (a gradient or a checkpoint) and carries its own rules: "
             "differentiate it by calling it, not by transforming its code"
         )
-    node, ctx = lower(fn, wrt, frozen=frozen, implicit=implicit, mode=mode)
+    node, ctx = lower(fn, wrt, frozen=frozen, implicit=implicit, mode=mode, floats=floats)
     text = emit.to_source(node, ctx, "forward function and pullback" if mode == REVERSE else "JVP (forward mode)")
     code = fn.__code__
     compiled = loader.compile_source(
@@ -95,36 +99,39 @@ def compile_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
     return compiled
 
 
-def compiled(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE) -> loader.Compiled:
+def compiled(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE, floats: tuple = ()) -> loader.Compiled:
     """The cached compilation of `fn` for `wrt`, redone if a name it resolved was rebound.
 
     Keyed by the code object's identity: code objects compare equal across files when their
     bytecode is the same, and each file needs its own transform (its source, its names).
     """
     code = fn.__code__
-    key = (id(code), wrt, frozen, implicit, mode)
+    key = (id(code), wrt, frozen, implicit, mode, floats)
     entry = _compiled.get(key)
     if entry is None or entry[0] is not code or not loader.still_valid(entry[1], fn):
-        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen, implicit, mode))
+        entry = _compiled[key] = (code, compile_function(fn, wrt, frozen, implicit, mode, floats))
     return entry[1]
 
 
-def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False):
+def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, floats: tuple = ()):
     """The generated forward function of `fn`, bound to `fn`'s globals and cells.
 
     `frozen` is `((position, (path, ...)), ...)`: the paths of the arguments that are frozen.
     `implicit` compiles for implicit parameters (`adjoint.params`): every call of a Python
-    function is differentiated, since the function may read parameters through its globals."""
+    function is differentiated, since the function may read parameters through its globals.
+    `floats` are the positions whose arguments are Python floats: arithmetic among them
+    broadcasts nothing, so their adjoints need no `adj.unbroadcast` (scalar code is
+    specialised on it)."""
     per_function = _instances.get(fn)
     if per_function is None:
         per_function = _instances[fn] = {}
-    generated = per_function.get((wrt, frozen, implicit))
+    generated = per_function.get((wrt, frozen, implicit, floats))
     if generated is None or generated.__adjoint_code__ is not fn.__code__ or not generated.__adjoint_bound__():
-        result = compiled(fn, wrt, frozen, implicit)
+        result = compiled(fn, wrt, frozen, implicit, floats=floats)
         generated = loader.instantiate(result, fn)
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
-        per_function[(wrt, frozen, implicit)] = generated
+        per_function[(wrt, frozen, implicit, floats)] = generated
     return generated
 
 

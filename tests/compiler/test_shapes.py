@@ -176,3 +176,40 @@ def test_a_field_named_size_and_math_prod_of_arrays_are_not_taken_for_numbers():
     assert shapes.PYTHON_NUMBER not in classes(field_named_size, (0,)).values()  # `box.size` is an array
     check_grad(lambda x: field_named_size(x, Box(np.ones((2, 3)))), rng.normal(size=3))
     check_grad(product_of_rows, rng.uniform(1.0, 2.0, size=(2, 3)))
+
+
+def scalar_loop(a, b):
+    s = 0.0
+    for i in range(20):
+        s = s + math.sin(a * i) * b + math.exp(-b * s * 1e-3)
+    return s
+
+
+def scaled_sum(a, X):
+    return np.sum(np.tanh(a * X) * a)
+
+
+def test_code_for_python_floats_is_specialised_without_unbroadcast():
+    assert "adj.unbroadcast" not in adjoint.source(scalar_loop, wrt=(0, 1), args=(0.3, 0.7))
+    assert "adj.unbroadcast" in adjoint.source(scalar_loop, wrt=(0, 1))  # arrays may broadcast
+    assert "adj.unbroadcast(" in adjoint.source(scaled_sum, wrt=(0, 1), args=(0.5, np.ones(3)))  # `a` times an array
+
+
+def numpy_loop(a, b):
+    s = 0.0
+    for i in range(5):
+        s = s + np.sin(a * i) * b + np.exp(-b * s * 1e-3)
+    return np.sum(s)
+
+
+def test_specialised_and_general_code_alternate_with_the_arguments_kinds():
+    gradient = adjoint.grad(numpy_loop, wrt=(0, 1))
+    for a, b in [(0.3, 0.7), (np.array([0.3, 0.4]), 0.7), (0.3, np.array([[0.7], [0.2]])), (0.5, 0.1)]:
+        check_grad(numpy_loop, a, b)
+        got = gradient(a, b)
+        _, back = adjoint.pullback(numpy_loop, a, b)  # checked against finite differences just above
+        for g, want in zip(got, back(1.0)):
+            np.testing.assert_allclose(g, want)
+        assert [np.shape(g) for g in got] == [np.shape(a), np.shape(b)]
+        assert all(type(g) is float for g, arg in zip(got, (a, b)) if type(arg) is float)
+    check_grad(scaled_sum, 0.5, rng.normal(size=(2, 3)))
