@@ -90,9 +90,11 @@ def user_location(filename: str, line: int):
     return None
 
 
-def instantiate(compiled: Compiled, fn):
-    """The generated function bound to `fn`'s globals, closure cells and defaults; its
-    `__adjoint_bound__()` tells, quickly enough to ask on every call, whether `still_valid`."""
+def instantiate(compiled: Compiled, fn, checked: bool = True):
+    """The generated function bound to `fn`'s globals, closure cells and defaults; with
+    `checked`, its `__adjoint_bound__()` tells, quickly enough to ask on every call, whether
+    `still_valid` (writing that check costs more than a call: a function instantiated for
+    one call, a pullback's JVP, goes without)."""
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[v] for v in compiled.factory_code.co_freevars)
     factory = types.FunctionType(compiled.factory_code, fn.__globals__, "__adjoint_factory__", None, closure)
@@ -102,7 +104,8 @@ def instantiate(compiled: Compiled, fn):
     generated.__adjoint_arity__ = compiled.arity
     generated.__adjoint_source__ = compiled.text
     generated.__adjoint_compiled__ = compiled
-    generated.__adjoint_bound__ = _binding_check(compiled, fn)
+    if checked:
+        generated.__adjoint_bound__ = _binding_check(compiled, fn)
     return generated
 
 

@@ -152,7 +152,7 @@ def jvp_function(fn, wrt: tuple, containers: tuple = ()):
         or not loader.still_valid(generated.__adjoint_compiled__, fn)
     ):
         result = compiled(fn, wrt, tuple((position, ()) for position in containers), mode=TANGENT)
-        generated = loader.instantiate(result, fn)
+        generated = loader.instantiate(result, fn, checked=False)  # `still_valid` checks it here
         generated.__defaults__ = fn.__defaults__
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_compiled__ = result
