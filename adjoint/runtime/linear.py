@@ -35,9 +35,13 @@ def matmul_lhs_bar(g, a, b):
     """
     if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and a.dtype.kind in "fc":
         if b.ndim == 2:  # matrices, and a matrix times a vector: the common cases, kept cheap
-            return unbroadcast(g @ b.T, a)
-        if b.ndim == 1:
-            return unbroadcast(np.multiply.outer(g, b), a)
+            a_bar = g @ b.T
+        elif b.ndim == 1:
+            a_bar = np.multiply.outer(g, b)
+        else:
+            a_bar = None
+        if a_bar is not None:
+            return a_bar if a_bar.shape == a.shape and a_bar.dtype == a.dtype else unbroadcast(a_bar, a)
     if not is_differentiable(a):
         return None
     g2, a2, b2 = _as_matrices(g, a, b)
@@ -54,7 +58,8 @@ def matmul_rhs_bar(g, a, b):
            [7., 7., 7., 7.]])
     """
     if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim <= 2 and b.dtype.kind in "fc":
-        return unbroadcast(a.T @ g, b)  # matrices, and a matrix times a vector: the common cases, kept cheap
+        b_bar = a.T @ g  # matrices, and a matrix times a vector: the common cases, kept cheap
+        return b_bar if b_bar.shape == b.shape and b_bar.dtype == b.dtype else unbroadcast(b_bar, b)
     if not is_differentiable(b):
         return None
     g2, a2, b2 = _as_matrices(g, a, b)
