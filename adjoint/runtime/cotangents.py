@@ -258,7 +258,7 @@ def unreduce_chosen(g, x, ans, axis=None, keepdims=False):
     items, x = x, from_sequence(x)
     g, ans = spread(g, axis, keepdims), spread(ans, axis, keepdims)
     chosen = x == ans
-    if np.count_nonzero(chosen) == np.size(ans) and not np.isnan(ans).any():  # no ties: one entry per slice
+    if _one_each(chosen, ans):
         return as_sequence(unbroadcast(g * chosen, x), items)
     count = np.maximum(np.sum(chosen, axis=axis, keepdims=True), 1)  # 0 where the extremum is NaN
     return as_sequence(unbroadcast(g * chosen / count, x), items)
@@ -279,9 +279,15 @@ def add_chosen(total, g, x, ans, axis=None, keepdims=False):
         g_spread, ans_spread = spread(g, axis, keepdims), spread(ans, axis, keepdims)
         if np.result_type(total, g_spread) == total.dtype:
             chosen = x == ans_spread
-            if np.count_nonzero(chosen) == np.size(ans_spread) and not np.isnan(ans_spread).any():  # no ties
+            if _one_each(chosen, ans_spread):
                 return np.add(total, g_spread, out=total, where=chosen)
     return total + unreduce_chosen(g, x, ans, axis=axis, keepdims=keepdims)
+
+
+def _one_each(chosen, ans) -> bool:
+    """Whether every slice chose exactly one entry: no ties, and no NaN extremum (which
+    chooses none, so that a tie elsewhere could make up the count)."""
+    return np.count_nonzero(chosen) == np.size(ans) and not np.isnan(ans).any()
 
 
 def tie_weight(x, ans, other):
