@@ -69,14 +69,14 @@ class PlainCalls:
     code, a name its code resolved, or the registered rules change. Every call is given `f`:
     held here, it would keep itself alive in `plain_calls`'s cache."""
 
-    __slots__ = ("positions", "count", "version", "generated", "code", "bound", "floats")
+    __slots__ = ("positions", "count", "found")
 
     def __init__(self, positions):
         self.positions = tuple(positions)
         self.count = self.positions[-1] + 1 if self.positions else 0  # the arguments a call needs
-        self.version = -1  # `registry.version` when `generated` was found; -1 before, or for none
-        self.generated = self.code = self.bound = None
-        self.floats = None  # the positions holding Python floats that `generated` is specialised on
+        # (`registry.version`, code, positions of Python floats, binding check, defaults, generated)
+        # when `generated` was found: one tuple, replaced whole, so that threads read it whole
+        self.found = (-1, None, None, None, None, None)
 
     def forward(self, f, args):
         """The generated forward function for the call `f(*args)`, or None if the call is
@@ -97,8 +97,12 @@ class PlainCalls:
                 return None
         if implicit.collector() is not None:
             return None
-        if self.version == registry.version and self.code is f.__code__ and self.floats == floats and self.bound():
-            return self.generated
+        version, code, specialised, bound, defaults, generated = self.found
+        if (
+            version == registry.version and code is f.__code__ and specialised == floats
+            and defaults is f.__defaults__ and generated.__kwdefaults__ is f.__kwdefaults__ and bound()
+        ):
+            return generated
         return self._found(f, floats, args)
 
     def gradients(self, f, args, kwargs, has_aux=False):
@@ -126,15 +130,12 @@ class PlainCalls:
         """Look `f` up again: whether it has a rule, and its forward function for arguments
         with Python floats at `floats` (compiled again if a name it resolved was rebound)."""
         version = registry.version
-        self.version = -1
         if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
             return None
         generated = forward(f, self.positions, args=args)  # specialised on the floats among `args`
         if generated.__adjoint_updates__:  # the general path checks the arguments' memory
             return None
-        self.generated, self.code, self.bound = generated, generated.__adjoint_code__, generated.__adjoint_bound__
-        self.floats = floats
-        self.version = version
+        self.found = (version, generated.__adjoint_code__, floats, generated.__adjoint_bound__, f.__defaults__, generated)
         return generated
 
 

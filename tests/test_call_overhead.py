@@ -343,3 +343,23 @@ def test_no_function_is_kept_alive():
     del f, g
     gc.collect()
     assert [ref() for ref in alive] == [None, None]
+
+
+def scaled_by_default(x, s=2.0, *, t=1.0):
+    return np.sum(x * s * t)
+
+
+def test_defaults_rebound_after_the_first_call_are_seen():
+    gradient = adjoint.grad(scaled_by_default)
+    x = np.ones(2)
+    np.testing.assert_allclose(gradient(x), 2.0)
+    scaled_by_default.__defaults__ = (5.0,)
+    scaled_by_default.__kwdefaults__ = {"t": 3.0}
+    try:
+        np.testing.assert_allclose(gradient(x), 15.0)
+        value, back = adjoint.pullback(scaled_by_default, x)
+        assert value == pytest.approx(30.0)
+        np.testing.assert_allclose(back(1.0)[0], 15.0)
+    finally:
+        scaled_by_default.__defaults__ = (2.0,)
+        scaled_by_default.__kwdefaults__ = {"t": 1.0}

@@ -132,6 +132,8 @@ def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_updates__ = result.updated_parameters  # ((parameter, line), ...)
         per_function[(wrt, frozen, implicit, floats)] = generated
+    if generated.__defaults__ is not fn.__defaults__ or generated.__kwdefaults__ is not fn.__kwdefaults__:
+        generated.__defaults__, generated.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # rebound since
     return generated
 
 
@@ -157,6 +159,8 @@ def jvp_function(fn, wrt: tuple, containers: tuple = ()):
         generated.__adjoint_code__ = fn.__code__
         generated.__adjoint_compiled__ = result
         per_function[key] = generated
+    if generated.__defaults__ is not fn.__defaults__:
+        generated.__defaults__ = fn.__defaults__  # rebound since
     if _recorded is not None and generated.__adjoint_compiled__.text not in _recorded:
         _recorded.append(generated.__adjoint_compiled__.text)
     return generated

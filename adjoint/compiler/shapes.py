@@ -200,7 +200,10 @@ def _class_of(value, name, known, once, defined, numbers):
         if _OPERATORS.get(type(value.op)) is None:
             return fresh
         operands = [value.left, value.right] if isinstance(value, gast.BinOp) else [value.operand]
-        return _elementwise(operands, known, defined, fresh)
+        kind = _elementwise(operands, known, defined, fresh)
+        if kind == PYTHON_NUMBER and isinstance(value.op, gast.Pow) and not _is_int(value.right):
+            return fresh  # `(-2.0) ** 0.5` is complex: a Python float's power may not be a float
+        return kind
     if isinstance(value, gast.Call):
         obj = getattr(anno.get(value, anno.CALLEE), "obj", None)
         if _member(obj, _PYTHON_NUMBER_MAKERS) or (
@@ -261,6 +264,10 @@ def _reduction(call, obj, known, defined, fresh):
     if kind is None:
         return None
     return Kept(kind.root, axes) if isinstance(kind, Like) else fresh
+
+
+def _is_int(node) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) is int
 
 
 def _counts(node) -> bool:

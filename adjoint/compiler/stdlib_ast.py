@@ -11,6 +11,7 @@ in gast before Python 3.12 gave them one.
 from __future__ import annotations
 
 import ast
+import math
 import sys
 
 import gast
@@ -81,6 +82,8 @@ def to_ast(node):
     kind = type(node)
     if kind is gast.Name:
         return ast.Name(id=node.id, ctx=_shared(type(node.ctx)))
+    if kind is gast.Constant and _negative(node.value):  # a folded `-2.0`: `(-2.0) ** 0.5`, not `-2.0 ** 0.5`
+        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-node.value))
     if kind is gast.arguments:
         return ast.arguments(
             posonlyargs=[_arg(a) for a in node.posonlyargs], args=[_arg(a) for a in node.args],
@@ -100,6 +103,16 @@ def to_ast(node):
     if isinstance(new, ast.stmt):
         new.lineno = getattr(node, "lineno", 0)  # what the unparser looks type comments up by
     return new
+
+
+def _negative(value) -> bool:
+    """Whether `value` is a negative int or float (-0.0 too), which source text writes as the
+    negation of a literal.
+
+    >>> _negative(-2.0), _negative(-0.0), _negative(0.0), _negative(True)
+    (True, True, False, False)
+    """
+    return type(value) in (int, float) and (value < 0 or (type(value) is float and math.copysign(1.0, value) < 0))
 
 
 def _arg(name):

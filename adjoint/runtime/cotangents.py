@@ -57,6 +57,8 @@ def zeros_like(value):
         return [zeros_like(v) for v in value]
     if type(value) is dict:
         return {k: zeros_like(v) for k, v in value.items()}
+    if isinstance(value, (float, complex)):  # a subclass of float or complex
+        return 0j if isinstance(value, complex) else 0.0
     return None
 
 

@@ -105,19 +105,22 @@ class recursion_headroom:
 
 def _more_room() -> None:
     global _raised, _limit
-    if not _raised:
-        _limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(3 * _limit)
-    _raised += 1
+    with _room_lock:  # threads share the limit: only the first in raises it
+        if not _raised:
+            _limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(3 * _limit)
+        _raised += 1
 
 
 def _less_room() -> None:
     global _raised
-    _raised -= 1
-    if not _raised:
-        sys.setrecursionlimit(_limit)
+    with _room_lock:  # and only the last out restores it
+        _raised -= 1
+        if not _raised:
+            sys.setrecursionlimit(_limit)
 
 
+_room_lock = threading.Lock()
 _raised = 0  # how many differentiated calls are running, in any thread
 _limit = 0  # the limit the outermost found
 

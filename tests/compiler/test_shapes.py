@@ -213,3 +213,20 @@ def test_specialised_and_general_code_alternate_with_the_arguments_kinds():
         assert [np.shape(g) for g in got] == [np.shape(a), np.shape(b)]
         assert all(type(g) is float for g, arg in zip(got, (a, b)) if type(arg) is float)
     check_grad(scaled_sum, 0.5, rng.normal(size=(2, 3)))
+
+
+def power_of_a_float(a, V):
+    c = a ** 0.5  # complex for a negative `a`
+    W = np.real(V * c)
+    return np.sum(np.real(W * c))
+
+
+class Float(float):
+    pass
+
+
+def test_a_python_floats_power_may_be_complex_and_a_float_subclass_is_a_float():
+    check_grad(power_of_a_float, -2.0, np.array([1.0, 2.0]))
+    check_grad(power_of_a_float, 2.0, np.array([1.0, 2.0]))
+    got = adjoint.grad(scalar_loop, wrt=(0, 1))(Float(0.3), Float(0.7))
+    np.testing.assert_allclose(got, adjoint.grad(scalar_loop, wrt=(0, 1))(0.3, 0.7))

@@ -48,3 +48,19 @@ def test_built_nodes_without_positions_unparse():
     body = [syntax.assign("y", syntax.name("x")), syntax.returns(syntax.name("y"))]
     function = syntax.function("f", syntax.positional_args(["x"]), body)
     assert ast.unparse(stdlib_ast.to_ast(function)) == "def f(x):\n    y = x\n    return y"
+
+
+def power_of_a_negative_constant(x):
+    return x * (-2.0) ** 2 + x * (-0.0) ** 1
+
+
+def test_a_folded_negative_constant_keeps_its_parentheses():
+    import numpy as np
+
+    import adjoint
+    from adjoint.testing import check_grad
+
+    assert "(-2.0) ** 2" in adjoint.source(power_of_a_negative_constant)
+    value, _ = adjoint.pullback(power_of_a_negative_constant, np.ones(2))
+    np.testing.assert_array_equal(value, power_of_a_negative_constant(np.ones(2)))
+    check_grad(power_of_a_negative_constant, np.array([0.5, -1.5]))
