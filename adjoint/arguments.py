@@ -108,7 +108,7 @@ def unit(value, f):
     if type(value) is float:  # the common cases first: every gradient asks
         return 1.0
     if type(value) is np.float64:
-        return _ONE
+        return 1.0  # the same number as np.float64(1), without NumPy's dispatch on its scalars
     if np.iscomplexobj(value) and np.ndim(value) == 0:
         raise AdjointError(
             f"grad needs {name_of(f)} to return a real scalar, but it returned a complex one. "
@@ -139,7 +139,6 @@ def loss_of(value, f):
     return value[0]
 
 
-_ONE = np.float64(1.0)  # immutable, so one serves every call
 
 
 def select(cotangents, wrt):
