@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 import inspect
 import textwrap
 import weakref
@@ -260,8 +261,22 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
     return found
 
 
-def _keyword_defaults(callee) -> list[tuple[str, object]]:
+def _keyword_defaults(callee):
     """The callee's parameters, in order, with their defaults (`_NO_DEFAULT` if none)."""
+    try:
+        return _hashable_keyword_defaults(callee)
+    except TypeError:  # an unhashable callee
+        return _signature_defaults(callee)
+
+
+@functools.lru_cache(maxsize=1024)
+def _hashable_keyword_defaults(callee) -> tuple[tuple[str, object], ...]:
+    """`_keyword_defaults`, remembered: rules call the same NumPy functions, and reading a
+    builtin's signature parses its text each time."""
+    return tuple(_signature_defaults(callee))
+
+
+def _signature_defaults(callee) -> list[tuple[str, object]]:
     try:
         parameters = inspect.signature(callee).parameters.values()
     except (TypeError, ValueError):
