@@ -63,9 +63,14 @@ def _checked_tangent(primal, tangent, index, path=""):
     tangent has its shape (and its precision), a container's or object's mirrors it (a dict may
     leave keys out, read as zeros; an object's is a `Tangent` or an object of its type, which
     its `__getitem__` indexes), and what is not a float (an int, a function) gets None."""
-    where = f"argument {index}{path}"
     if tangent is None:
         return None
+    if (
+        type(primal) is np.ndarray and type(tangent) is np.ndarray and tangent.dtype is primal.dtype
+        and tangent.shape == primal.shape and primal.dtype.kind == "f"
+    ):
+        return tangent  # a float array's tangent of its shape and precision: the common case
+    where = f"argument {index}{path}"
     if runtime.is_differentiable(primal):
         if not (runtime.is_differentiable(tangent) or isinstance(tangent, (int, np.integer))) or np.shape(tangent) != np.shape(primal):
             raise AdjointError(
