@@ -3,8 +3,9 @@
 Assumes: the output of `optimize` (the pullback's dead assignments gone).
 Guarantees: `x_bar = x_bar + g` (or `- g`) becomes `x_bar += g` where `x_bar` certainly holds
 an array this pullback allocated (a product, a sum, a matrix product's cotangent, a zero
-buffer) that no other name still to be read shares and nothing else was handed; elsewhere
-the code is unchanged. Adding in place spares a copy of the whole cotangent, which for large
+buffer) that nothing else was handed and no other name was ever bound to (forward mode over
+this code, for a second derivative, would read `x_bar = y_bar; x_bar += g` as updating a
+view); elsewhere the code is unchanged. Adding in place spares a copy of the whole cotangent, which for large
 arrays costs more than the addition itself, and a max's cotangent is added into the entries it
 chose only (`adj.add_chosen`). A Python or NumPy scalar `x_bar` is immutable, so `+=` on it
 rebinds it exactly as `x_bar = x_bar + g` would.
@@ -52,6 +53,7 @@ class _Owners:
         self.alias, self.rewrite = alias, rewrite
         self.tokens: dict[str, object] = {}
         self.handed: set[int] = set()  # arrays given away or shared: never updated in place
+        self.copied: set[int] = set()  # arrays another name was bound to: not updated by `+=`
 
     def block(self, body: list, live_out: set) -> None:
         reads_after = _reads_after(body, live_out)
@@ -85,12 +87,18 @@ class _Owners:
                     # a max's cotangent goes to the chosen entries only: `adj.add_chosen` adds just those
                     update = gast.Assign(targets=[target], value=syntax.call(
                         f"{self.alias}.add_chosen", [syntax.name(name)] + value.right.args, value.right.keywords))
-                else:
+                elif id(token) not in self.copied:
                     update = gast.AugAssign(target=target, op=value.op, value=value.right)
-                return anno.copy_origin(stmt, gast.copy_location(update, stmt))
+                else:
+                    update = None  # `x_bar = y_bar; x_bar += g`: see the module docstring
+                if update is not None:
+                    return anno.copy_origin(stmt, gast.copy_location(update, stmt))
             self.tokens[name] = object()  # `x_bar + g` made a new array
             return stmt
-        self.tokens[name] = self.made_by(value)
+        token = self.made_by(value)
+        if token is not None and any(t is token for n, t in self.tokens.items() if n != name):
+            self.copied.add(id(token))
+        self.tokens[name] = token
         return stmt
 
     def made_by(self, value):
@@ -160,13 +168,14 @@ class _Owners:
         live = later | set().union(*(syntax.load_names(s) for s in stmt.body)) | _loads(stmt)
         self.forget(assigned - kept)
         dry = _Owners(self.alias, rewrite=False)
-        dry.tokens, dry.handed = dict(self.tokens), set(self.handed)
+        dry.tokens, dry.handed, dry.copied = dict(self.tokens), set(self.handed), set(self.copied)
         dry.block(stmt.body, live)
         for name in kept:
             token = self.tokens.get(name)
             if token is not None and any(t is token and n != name for n, t in dry.tokens.items()):
                 dry.handed.add(id(token))  # shared by another name in the body
         self.handed |= dry.handed
+        self.copied |= dry.copied
         self.block(stmt.body, live)
         self.forget(assigned - kept)
         self.hand_over(gast.Module(body=stmt.orelse, type_ignores=[]))

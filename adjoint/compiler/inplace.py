@@ -185,7 +185,9 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     if roots & known.loop_items:
         reason = f"`{name}` is an item of the sequence the loop walks"
     elif views:
-        reason = f"`{name}` may also be reached through another name or view (`{syntax.unparse(views[0].value)}`)"
+        seen = views[0].value
+        shown = ctx.user_name(seen.id) if isinstance(seen, gast.Name) else syntax.unparse(seen)  # `a`, not `a_3`
+        reason = f"`{name}` may also be reached through another name or view (`{shown}`)"
     elif not all(aliases.is_fresh(d) or d in item_reads or d not in views and isinstance(d.value, gast.Name)
                  for d in origins):
         reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
