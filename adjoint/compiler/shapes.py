@@ -113,43 +113,14 @@ def _definitions(node) -> dict:
     stores: dict[str, int] = {}
     shared = set()
     everything = syntax.walk(node)
-    scoped = any(isinstance(c, _SCOPES) and c is not node for c in everything)
-    todo = [(node, False)] if scoped else []  # (node, inside a nested scope: its names are its own)
-    for child in [] if scoped else everything:  # no nested scope: one flat walk
-        if isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
-            stores[child.id] = stores.get(child.id, 0) + 1
-        elif isinstance(child, (gast.MatchAs, gast.MatchStar)) and child.name:
-            stores[child.name] = stores.get(child.name, 0) + 1
-        elif isinstance(child, gast.MatchMapping) and child.rest:
-            stores[child.rest] = stores.get(child.rest, 0) + 1
-        elif isinstance(child, (gast.Global, gast.Nonlocal)):
-            shared.update(child.names)
-    while todo:
-        child, nested = todo.pop()
-        bound = None
+    if any(isinstance(c, _SCOPES) and c is not node for c in everything):
+        everything = _in_this_scope(node, shared)
+    for child in everything:
         if isinstance(child, (gast.Global, gast.Nonlocal)):
             shared.update(child.names)
-        elif nested:
-            pass
-        elif isinstance(child, gast.Name) and isinstance(child.ctx, (gast.Store, gast.Del)):
-            bound = child.id
-        elif isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) and child is not node:
-            bound = child.name
-        elif isinstance(child, (gast.MatchAs, gast.MatchStar)):
-            bound = child.name
-        elif isinstance(child, gast.MatchMapping):
-            bound = child.rest
+        bound = _bound_by(child) if child is not node else None
         if bound:
             stores[bound] = stores.get(bound, 0) + 1
-        scope = child is not node and isinstance(child, _SCOPES)
-        if scope and not nested:  # its defaults and decorators run in this scope (a `:=` there binds here)
-            outer = syntax.default_values(child) if not isinstance(child, gast.ClassDef) else []
-            outer += list(getattr(child, "decorator_list", []))
-            todo.extend((part, False) for part in outer)
-            ids = {id(part) for part in outer}
-            todo.extend((grandchild, True) for grandchild in syntax.child_nodes(child) if id(grandchild) not in ids)
-        else:
-            todo.extend((grandchild, nested) for grandchild in syntax.child_nodes(child))
     args = node.args
     for param in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
         stores[param.id] = stores.get(param.id, 0) + 1
@@ -162,6 +133,38 @@ def _definitions(node) -> dict:
     for name, count in stores.items():
         definitions[name] += [None] * (count - len(definitions[name]) + (2 if name in shared else 0))
     return definitions
+
+
+def _bound_by(node) -> str | None:
+    """The name `node` binds in the scope it is in, if any."""
+    if isinstance(node, gast.Name):
+        return node.id if isinstance(node.ctx, (gast.Store, gast.Del)) else None
+    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.MatchAs, gast.MatchStar)):
+        return node.name
+    return node.rest if isinstance(node, gast.MatchMapping) else None
+
+
+def _in_this_scope(node, shared: set) -> list:
+    """The nodes of `node` that run in its scope: not a nested function's or class's body, but
+    its defaults and decorators (a `:=` there binds here). The `global` and `nonlocal` names
+    declared anywhere inside go into `shared`."""
+    found, todo = [], [(node, False)]  # (node, inside a nested scope)
+    while todo:
+        child, nested = todo.pop()
+        if nested:
+            if isinstance(child, (gast.Global, gast.Nonlocal)):
+                shared.update(child.names)
+        else:
+            found.append(child)
+        if child is not node and isinstance(child, _SCOPES) and not nested:
+            outer = syntax.default_values(child) if not isinstance(child, gast.ClassDef) else []
+            outer += list(getattr(child, "decorator_list", []))
+            todo.extend((part, False) for part in outer)
+            ids = {id(part) for part in outer}
+            todo.extend((grandchild, True) for grandchild in syntax.child_nodes(child) if id(grandchild) not in ids)
+        else:
+            todo.extend((grandchild, nested) for grandchild in syntax.child_nodes(child))
+    return found
 
 
 def _join(found, name, once):
