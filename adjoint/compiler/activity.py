@@ -77,7 +77,7 @@ def differentiable_reads(stmt) -> set[str]:
     if anno.get(stmt, anno.FROZEN):
         return set()  # `t = m.encoder`, a frozen field: a constant
     if isinstance(stmt, gast.Assign):
-        return differentiable_operands(stmt.value)
+        return differentiable_operands(stmt.value) - anno.get(stmt, anno.CANCELLED, frozenset())
     if isinstance(stmt, gast.For):
         return syntax.load_names(stmt.iter) - {"range", "enumerate", "zip", "reversed"}
     if isinstance(stmt, gast.FunctionDef):

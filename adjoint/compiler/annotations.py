@@ -59,6 +59,11 @@ IN_PLACE = "in_place"
 # adjoint generated, transformed again), which updates nothing in place.
 MADE_UPDATE = "made_update"
 
+# On a statement: the names whose reads there carry no derivative, because their contributions
+# cancel exactly (`d = z - m` and `y = l + m` of a log-sum-exp shifted by `m`). Written by
+# `shifts`, read by `activity` and `reverse`.
+CANCELLED = "cancelled"
+
 # On a call in a rule's code: the pure NumPy function it calls (a `Ref`), so `simplify` may
 # evaluate the call when its arguments are constants (`np.where(2 == 0, 1, 2 - 1)` is 1).
 # Written by `inline` when it reads a rule, read by `simplify`.

@@ -17,7 +17,10 @@ import weakref
 
 from .. import runtime
 from ..errors import AdjointError
-from . import accumulation, activity, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve, reverse, ssa, syntax, tangent, within
+from . import (
+    accumulation, activity, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
+    reverse, shifts, ssa, syntax, tangent, within,
+)
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
@@ -33,6 +36,7 @@ PASSES = (
     ("ssa", ssa.transform),
     ("resolve", resolve.transform),
     ("frozen", frozen.transform),
+    ("shifts", shifts.transform),
     ("activity", activity.transform),
     ("inplace", inplace.transform),
     ("reverse", reverse.transform),

@@ -330,8 +330,11 @@ class _Reverse(calls.CallAdjoints):
             statements, contributions = make(self.cot.name(target))
             self.cot.live.discard(target)  # its cotangent flows into its definition only
             block = list(statements)
+            cancelled = anno.get(stmt, anno.CANCELLED, frozenset())  # a log-sum-exp's shift (`shifts`)
             for operand, contribution in zip(operands, contributions):
                 if contribution is None or not (isinstance(operand, gast.Name) and operand.id in self.varied):
+                    continue
+                if operand.id in cancelled:
                     continue
                 if isinstance(contribution, gast.stmt):
                     block.append(contribution)  # added in place into a buffer

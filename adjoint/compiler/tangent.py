@@ -45,6 +45,7 @@ class _Tangent(TangentCalls):
         self.varied = anno.get(node, anno.VARIED)
         self.useful = anno.get(node, anno.USEFUL)
         self.active = self.varied & self.useful
+        self.cancelled = frozenset()  # the statement's names whose tangents cancel (`shifts`)
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
         # a generated pullback's free names: the forward function's values
@@ -66,7 +67,7 @@ class _Tangent(TangentCalls):
 
     def tangent_of(self, expr):
         """The tangent of an atom: its tangent's name if it varies, else its zero tangent."""
-        if isinstance(expr, gast.Name) and expr.id in self.varied:
+        if isinstance(expr, gast.Name) and expr.id in self.varied and expr.id not in self.cancelled:
             return syntax.name(self.dot(expr.id))
         return self.zero_of(expr)
 
@@ -76,7 +77,7 @@ class _Tangent(TangentCalls):
         return syntax.call(f"{self.alias}.zero_tangent", [syntax.copy_node(expr)])
 
     def has_tangent(self, expr) -> bool:
-        return isinstance(expr, gast.Name) and expr.id in self.varied
+        return isinstance(expr, gast.Name) and expr.id in self.varied and expr.id not in self.cancelled
 
     # ---- the function -----------------------------------------------------------------------
 
@@ -171,10 +172,14 @@ class _Tangent(TangentCalls):
             self.code.append(stmt)
             return
         target = stmt.targets[0]
-        if isinstance(target, gast.Tuple):
-            self._unpack(stmt, target)
-        else:
-            self._assignment(stmt, target.id, stmt.value)
+        self.cancelled = anno.get(stmt, anno.CANCELLED, frozenset())
+        try:
+            if isinstance(target, gast.Tuple):
+                self._unpack(stmt, target)
+            else:
+                self._assignment(stmt, target.id, stmt.value)
+        finally:
+            self.cancelled = frozenset()
 
     def _unpack(self, stmt, target):
         """`a, b = t`: `da, db = dt` (a tangent mirrors its value's items)."""

@@ -10,15 +10,15 @@ from adjoint.testing import check_grad
 rng = np.random.default_rng(0)
 
 
-def log_sum_exp(X):
+def peaks(X):
     m = np.max(X, axis=1, keepdims=True)
-    return np.sum(np.log(np.sum(np.exp(X - m), axis=1, keepdims=True)) + m)
+    return np.sum(np.tanh(X)) + np.sum(m * m)
 
 
 def test_a_cotangent_the_pullback_made_is_added_to_in_place():
-    text = adjoint.source(log_sum_exp)
+    text = adjoint.source(peaks)
     assert "X_bar = adj.add_chosen(X_bar, m_bar, X, m, axis=1, keepdims=True)" in text
-    check_grad(log_sum_exp, rng.normal(size=(4, 3)))
+    check_grad(peaks, rng.normal(size=(4, 3)))
 
 
 def rnn(W, xs, h):

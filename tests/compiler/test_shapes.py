@@ -38,11 +38,18 @@ def test_elementwise_results_share_their_operands_class_and_keepdims_reductions_
     assert found["log_sum_exp_add"] == shapes.Kept("Z", (1,))  # log of a kept sum, plus a kept max
 
 
+def centered(X, b):
+    Z = X + b
+    m = np.max(Z, axis=1, keepdims=True)
+    return np.sum(np.tanh(Z - m)) + np.sum(m)
+
+
 def test_generated_code_sums_over_kept_axes_and_skips_unbroadcast_where_shapes_match():
-    text = adjoint.source(log_sum_exp, wrt=(0, 1))
-    assert "m_bar = m_bar - log_sum_exp_sub_bar.sum(axis=1, keepdims=True)" in text  # `m`'s share of `Z - m`
-    assert "adj.unbroadcast(log_sum_exp_sub_bar" not in text  # `Z`'s share: nothing to undo
+    text = adjoint.source(centered, wrt=(0, 1))
+    assert "m_bar = m_bar - centered_sub_bar.sum(axis=1, keepdims=True)" in text  # `m`'s share of `Z - m`
+    assert "adj.unbroadcast(centered_sub_bar" not in text  # `Z`'s share: nothing to undo
     assert "adj.unbroadcast(Z_bar, X)" in text and "adj.unbroadcast(Z_bar, b)" in text  # X + b may broadcast
+    check_grad(centered, rng.normal(size=(3, 4)), rng.normal(size=4))
 
 
 def python_numbers(x, n):
