@@ -74,9 +74,10 @@ class PlainCalls:
     def __init__(self, positions):
         self.positions = tuple(positions)
         self.count = self.positions[-1] + 1 if self.positions else 0  # the arguments a call needs
-        # (`registry.version`, code, positions of Python floats, binding check, defaults, generated)
-        # when `generated` was found: one tuple, replaced whole, so that threads read it whole
-        self.found = (-1, None, None, None, None, None)
+        # (`registry.version`, code, positions of Python floats, binding check, defaults, generated,
+        # whether it may recurse) when `generated` was found: one tuple, replaced whole, so that
+        # threads read it whole
+        self.found = (-1, None, None, None, None, None, True)
 
     def forward(self, f, args):
         """The generated forward function for the call `f(*args)`, or None if the call is
@@ -97,7 +98,7 @@ class PlainCalls:
                 return None
         if implicit.collector() is not None:
             return None
-        version, code, specialised, bound, defaults, generated = self.found
+        version, code, specialised, bound, defaults, generated, _ = self.found
         if (
             version == registry.version and code is f.__code__ and specialised == floats
             and defaults is f.__defaults__ and generated.__kwdefaults__ is f.__kwdefaults__ and bound()
@@ -113,7 +114,8 @@ class PlainCalls:
         forward = self.forward(f, args)
         if forward is None:
             return None
-        gradient_mode.enter()
+        recursive = self.found[6]
+        gradient_mode.enter(recursive)
         try:
             value, pullback = forward(*args, **kwargs) if kwargs else forward(*args)
             if has_aux:
@@ -123,7 +125,7 @@ class PlainCalls:
                 seed = arguments.unit(value, f)
                 cotangents = pullback(seed)
         finally:
-            gradient_mode.leave()
+            gradient_mode.leave(recursive)
         return value, structure.plain_gradients(args, cotangents, self.positions, seed)
 
     def _found(self, f, floats, args):
@@ -135,10 +137,29 @@ class PlainCalls:
         generated = forward(f, self.positions, args=args)  # specialised on the floats among `args`
         if generated.__adjoint_updates__:  # the general path checks the arguments' memory
             return None
-        self.found = (version, generated.__adjoint_code__, floats, generated.__adjoint_bound__, f.__defaults__, generated)
+        self.found = (
+            version, generated.__adjoint_code__, floats, generated.__adjoint_bound__, f.__defaults__, generated,
+            may_recurse(generated),
+        )
         return generated
 
 
+def may_recurse(generated) -> bool:
+    """Whether generated code may call back into differentiated Python functions (`adj.vjp`
+    and its siblings), each call taking more frames than Python would: only then does a call
+    of it need room for deeper recursion (see `gradient_mode.recursion_headroom`)."""
+    code, nested = generated.__code__, []
+    while True:
+        if any(name.endswith(("vjp", "jvp")) or name in _DIFFERENTIATED_CALLS for name in code.co_names):
+            return True
+        nested.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        if not nested:
+            return False
+        code = nested.pop()
+
+
+# the runtime's ways of calling a Python function differentiated, besides `*vjp` and `*jvp`
+_DIFFERENTIATED_CALLS = frozenset({"method_function", "vjp_program", "vjp_forward", "calling", "checkpoint"})
 _NDARRAY, _FLOAT64 = np.ndarray, np.dtype(np.float64)
 _plain_calls: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 

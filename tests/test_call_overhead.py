@@ -332,6 +332,19 @@ def test_recursion_as_deep_as_plain_python():
     assert adjoint.grad(power)(1.0, depth) == pytest.approx(depth + 1)
 
 
+def test_only_code_that_calls_differentiated_functions_raises_the_recursion_limit(monkeypatch):
+    raised = []
+    monkeypatch.setattr(sys, "setrecursionlimit", lambda n: raised.append(n))
+
+    def twice(x):
+        return 2.0 * _sin_dot(x, Y)
+
+    np.testing.assert_allclose(adjoint.grad(_sin_dot)(X, Y), np.cos(X) * Y)  # NumPy only: no room needed
+    assert raised == []
+    np.testing.assert_allclose(adjoint.grad(twice)(X), 2 * np.cos(X) * Y)  # calls `_sin_dot` differentiated
+    assert len(raised) == 2 and raised[0] > raised[1]
+
+
 def test_no_function_is_kept_alive():
     def make():
         return lambda x: np.sum(x ** 2)

@@ -49,19 +49,22 @@ class differentiating:
         _state.depth -= 1
 
 
-def enter() -> None:
+def enter(recursive=True) -> None:
     """Start a differentiated call on this thread: `within_gradient()` true, and room for
-    recursion (see `recursion_headroom`). What `differentiated_call` does, for the API's common
-    path, which calls `leave()` in a `finally` instead (cheaper than a `with`)."""
-    _more_room()
+    recursion (see `recursion_headroom`) unless the call is not `recursive` (its generated
+    code calls no differentiated Python function). What `differentiated_call` does, for the
+    API's common path, which calls `leave()` in a `finally` instead (cheaper than a `with`)."""
+    if recursive:
+        _more_room()
     flags = _state.__dict__  # this thread's: one lookup of the thread-local, not two
     flags["depth"] = flags.get("depth", 0) + 1
 
 
-def leave() -> None:
-    """End what `enter()` started."""
+def leave(recursive=True) -> None:
+    """End what `enter(recursive)` started."""
     _state.__dict__["depth"] -= 1
-    _less_room()
+    if recursive:
+        _less_room()
 
 
 class differentiated_call:
