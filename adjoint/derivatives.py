@@ -18,10 +18,11 @@ respect to them too (no perturbation confusion: each derivative has its own tang
 from __future__ import annotations
 
 import functools
+import types
 
 import numpy as np
 
-from . import arguments, forwards, frules, registry, runtime, tree
+from . import arguments, forwards, frules, implicit, registry, runtime, tree
 from .runtime import structs
 from .runtime.gradient_mode import differentiating
 from .compiler import pipeline
@@ -314,6 +315,8 @@ def _gradient_frule(f, wrt, positions, primals, tangents, closure=None, **kwargs
 def _structured(cotangents, primals) -> tuple:
     """A container argument's cotangent (or its tangent) as `grad` returns it: mirroring the
     container, None for what is not a float (an int exponent)."""
+    if all(type(p) is float or type(p) is np.ndarray and p.dtype.kind != "O" for p in primals):
+        return tuple(cotangents)  # (the common case: nothing to mirror)
     from . import structure  # noqa: PLC0415  (it imports the API's modules)
 
     return tuple(
@@ -328,6 +331,10 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
     mode over the gradient program (`closure`: the tangents of what `f` closes over)."""
     primals = tuple(primals)
     f = marked(f, "__adjoint_checkpoint_of__", f)  # no memory to save in a second derivative
+    if not closure and not captured and type(f) is types.FunctionType:
+        fused = _fused_gradient_jvp(f, positions, primals, tangents)
+        if fused is not None:
+            return fused
     _refuse_models(f, primals[bound:])  # what a bound method or partial binds is constant
     function, binds, keywords = runtime._unwrapped(f)
     if binds and not keywords:  # a bound method, partial or callable object: what it binds is constant
@@ -357,9 +364,15 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
         else:  # the gradient alone (a reverse rule's value): no tangents to carry
             cotangents = gradient_program(forward, seed, primals)
             dcotangents = (None,) * len(tuple(cotangents))
+    return _per_argument(f, primals, cotangents, dcotangents, len(captured))
+
+
+def _per_argument(f, primals, cotangents, dcotangents, captured: int):
+    """The cotangents a pullback of `f` gave and their tangents, one per argument in `primals`
+    then one per captured name (`captured` of them), the tangents shaped as their cotangents."""
     # the pullback gives one cotangent per parameter (those left to defaults too), then the captured
     positional = runtime_calls.positional_count(f, len(primals)) if hasattr(f, "__code__") else len(primals)
-    count = positional + len(captured)
+    count = positional + captured
     cotangents, dcotangents = registry.padded(cotangents, count), registry.padded(dcotangents, count)
     cotangents = cotangents[: len(primals)] + cotangents[positional:]
     dcotangents = dcotangents[: len(primals)] + dcotangents[positional:]
@@ -367,6 +380,49 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
         None if c is None else runtime.tangent_like(d, c) for c, d in zip(cotangents, dcotangents)
     )
     return cotangents, dcotangents
+
+
+def _fused_gradient_jvp(f, positions, primals, tangents):
+    """`_gradient_jvp` of the plain call of Python function `f` (no rule; floats and real
+    float arrays at `positions` and wherever a tangent moves an argument; no implicit gradient),
+    by one call of the JVP of `f`'s gradient compiled as one function (`pipeline.gradient_function`):
+    None where the call is not plain or `f`'s pullback could not be fused (the general path
+    takes it, and refuses what it must)."""
+    count = len(primals)
+    if count > f.__code__.co_argcount or implicit.collector() is not None:
+        return None  # (an argument for `*args`: its cotangents come as one tuple)
+    floats = moved = ()
+    for i in positions:
+        if i >= count or not _plain_float(primals[i]):
+            return None
+        if type(primals[i]) is float:
+            floats += (i,)
+    for i, tangent in enumerate(tangents):
+        if tangent is not None:
+            if i >= count or not _plain_float(primals[i]):
+                return None
+            moved += (i,)
+    if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:
+        return None
+    if not moved:  # the gradient alone (a reverse rule's value)
+        gradient = pipeline.gradient_function(f, positions, floats)
+        if gradient is None or gradient.__adjoint_updates__:
+            return None
+        with forwards.recursion_headroom():
+            cotangents = gradient(*primals)
+        return _per_argument(f, primals, cotangents, (None,) * len(cotangents), 0)
+    jvp_function = pipeline.gradient_jvp_function(f, positions, floats, moved)
+    if jvp_function is None:
+        return None
+    with forwards.recursion_headroom():
+        cotangents, dcotangents = jvp_function(tuple(tangents[i] for i in moved), *primals)
+    return _per_argument(f, primals, cotangents, dcotangents, 0)
+
+
+def _plain_float(arg) -> bool:
+    """Whether `arg` is a Python float or a real float array (what `forwards.PlainCalls` takes)."""
+    kind = type(arg)
+    return kind is float or kind is np.ndarray and arg.dtype.kind == "f"
 
 
 def _gradient_rrule(f, wrt, positions, *args, closure=False, **kwargs):

@@ -449,9 +449,8 @@ def test_apis_that_cannot_be_differentiated_again_say_so(inside, message):
 def test_source_shows_the_code_derivatives_of_derivatives_run():
     gradient = G(quadratic)
     assert adjoint.source(gradient) == adjoint.source(quadratic)
-    text = adjoint.source(gradient, mode="jvp", args=(np.ones(3),))
-    for name in ("def gradient_program_jvp(", "def quadratic_forward_jvp(", "def quadratic_pullback_jvp("):
-        assert name in text
+    text = adjoint.source(G(sum_sin), mode="jvp", args=(np.ones(3),))
+    assert "def sum_sin_gradient_jvp(sum_sin_gradient_tangents, x):" in text  # the gradient as one function
     compile(text.replace("\n# adjoint", "\n\n# adjoint"), "<shown>", "exec")  # readable, valid Python
     with pytest.raises(adjoint.AdjointError, match="pass example arguments"):
         adjoint.source(gradient, mode="jvp")

@@ -18,9 +18,10 @@ import weakref
 from .. import runtime
 from ..errors import AdjointError
 from . import (
-    accumulation, activity, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
+    accumulation, activity, array_methods, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
     reverse, shifts, ssa, syntax, tangent, within,
 )
+from . import products
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
@@ -40,13 +41,15 @@ PASSES = (
     ("activity", activity.transform),
     ("inplace", inplace.transform),
     ("reverse", reverse.transform),
+    ("products", products.transform),
     ("optimize", optimize.transform),
     ("accumulation", accumulation.transform),
+    ("array_methods", array_methods.transform),
 )
 
 # Forward mode (`jvp_function`) shares every pass up to `inplace`, then writes tangents instead.
 TANGENT_PASSES = PASSES[: [name for name, _ in PASSES].index("reverse")] + (
-    ("tangent", tangent.transform), ("optimize", optimize.drop_dead_copies),
+    ("tangent", tangent.transform), ("optimize", optimize.drop_dead_copies), ("array_methods", array_methods.transform),
 )
 REVERSE, TANGENT = "reverse", "tangent"
 
@@ -138,6 +141,117 @@ def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
         per_function[(wrt, frozen, implicit, floats)] = generated
     if generated.__defaults__ is not fn.__defaults__ or generated.__kwdefaults__ is not fn.__kwdefaults__:
         generated.__defaults__, generated.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # rebound since
+    return generated
+
+
+GRADIENT = "gradient"
+
+
+def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = ()):
+    """`fn`'s gradient as one generated function (its forward function with the pullback
+    inlined, see `fuse`), bound to `fn`'s globals and cells; None where the pullback cannot be
+    inlined (then use `forward_function` and its pullback).
+
+    Contract: called like `fn` (positionally, keywords, defaults), `gradient(*args)` returns
+    what `forward_function(fn, wrt, floats=floats)(*args)[1](unit)` would: one cotangent per
+    positional parameter of `fn` (None outside `wrt`), then the `*args` parameter's; it raises
+    `grad`'s error where `fn` returns anything but a real scalar. `floats` as for
+    `forward_function`; nothing is frozen and no implicit gradient runs (the caller checks
+    that, as `forwards.PlainCalls` does). `__adjoint_bound__()` tells whether it is still valid
+    for this `fn` (its code, defaults and resolved names unchanged: then it is returned again),
+    `__adjoint_updates__` which parameters `fn` updates in place. Its text is in `linecache`
+    like all generated code, so forward mode transforms it again (`runtime.jvp(gradient, ...)`).
+
+    >>> def f(x, y=3.0):
+    ...     return x * y
+    >>> gradient_function(f, (0, 1), floats=(0,))(2.0)
+    (3.0, 2.0)
+    """
+    per_function = _instances.get(fn)
+    if per_function is None:
+        per_function = _instances[fn] = {}
+    key = (GRADIENT, wrt, floats)
+    generated = per_function.get(key)
+    if generated is None or generated.__adjoint_code__ is not fn.__code__ or not generated.__adjoint_bound__():
+        result = _compiled_gradient(fn, wrt, floats)
+        if result is None:
+            return None
+        generated = loader.instantiate(result, fn)
+        generated.__adjoint_code__ = fn.__code__
+        generated.__adjoint_updates__ = result.updated_parameters
+        per_function[key] = generated
+    if generated.__defaults__ is not fn.__defaults__ or generated.__kwdefaults__ is not fn.__kwdefaults__:
+        generated.__defaults__, generated.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # rebound since
+    return generated
+
+
+def _compiled_gradient(fn, wrt: tuple[int, ...], floats: tuple) -> loader.Compiled | None:
+    """The cached compilation of `fn`'s fused gradient (None: not fusable), as `compiled`."""
+    from . import fuse  # noqa: PLC0415  (a pass run after the others, for this function only)
+
+    code = fn.__code__
+    key = (id(code), wrt, (), False, GRADIENT, floats)
+    entry = _compiled.get(key)
+    if entry is not None and entry[0] is code and (entry[1] is None or loader.still_valid(entry[1], fn)):
+        return entry[1]  # (a refusal is kept as long as the code: it follows from its shape)
+    result = None
+    if marked(fn, "__adjoint_rrule__", None) is None:  # (`compile_function` refuses those with why)
+        node, ctx = lower(fn, wrt, floats=floats)
+        node = fuse.transform(node, ctx)
+        _debug("fuse", node)
+        if node is not None:
+            text = emit.to_source(node, ctx, "gradient (forward function and pullback fused)")
+            result = loader.compile_source(
+                text, ctx.function_name, code.co_freevars, ctx.runtime_alias, runtime, ctx.injected,
+                code.co_argcount, ctx.bindings, user_filename=ctx.source.filename,
+            )
+            result.updated_parameters = tuple(sorted(getattr(ctx, "updated_parameters", ()), key=str))
+            if ctx.forward_numbers:  # what forward mode over it may differentiate inline
+                kinds.remember_numbers(result.factory_code.co_filename, ctx.forward_numbers)
+    _compiled[key] = (code, result)
+    return result
+
+
+_unread_gradients: dict[tuple, object] = {}  # the fused gradients forward mode could not transform: key -> code
+
+
+def gradient_jvp_function(fn, wrt: tuple[int, ...], floats: tuple, moved: tuple[int, ...]):
+    """The JVP function of `gradient_function(fn, wrt, floats)` for tangents of the positional
+    arguments at `moved` (floats or float arrays), or None where there is no fused gradient or
+    `fn` updates an argument in place (the general path checks the arguments' memory):
+    `jvp_fn(tangents, *args)` returns `(cotangents, their tangents)`, a Hessian-vector product.
+    Found again for `fn` with one `__adjoint_bound__()` call, which checks both generated
+    functions (`fn`'s code, defaults and the names either resolved); `jvp_function` of the
+    gradient is the same code, checked more slowly, as for any function."""
+    per_function = _instances.get(fn)
+    if per_function is None:
+        per_function = _instances[fn] = {}
+    key = (GRADIENT, TANGENT, wrt, floats, moved)
+    generated = per_function.get(key)
+    if (
+        generated is None or generated.__adjoint_code__ is not fn.__code__ or not generated.__adjoint_bound__()
+        or generated.__defaults__ is not fn.__defaults__ or generated.__kwdefaults__ is not fn.__kwdefaults__
+    ):
+        if _unread_gradients.get((id(fn.__code__),) + key) is fn.__code__:
+            return None
+        gradient = gradient_function(fn, wrt, floats)
+        if gradient is None or gradient.__adjoint_updates__:  # (`fn` updates an argument in place)
+            return None
+        try:
+            result = compiled(gradient, moved, mode=TANGENT)
+        except Exception:  # noqa: BLE001  (the general path then runs, and reports what it must)
+            # forward mode over the fused code sees a pullback's constant seed, which it may not
+            # read as it reads the pullback alone: kept per code, tried once
+            _unread_gradients[(id(fn.__code__),) + key] = fn.__code__
+            return None
+        generated = loader.instantiate(result, gradient)
+        gradient_bound, own_bound = gradient.__adjoint_bound__, generated.__adjoint_bound__
+        generated.__adjoint_bound__ = lambda: gradient_bound() and own_bound()
+        generated.__adjoint_code__ = fn.__code__
+        generated.__defaults__, generated.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+        per_function[key] = generated
+    if _recorded is not None and generated.__adjoint_source__ not in _recorded:
+        _recorded.append(generated.__adjoint_source__)
     return generated
 
 

@@ -1,0 +1,106 @@
+"""Array methods: a sum or mean of a value certainly made by NumPy is called as its method.
+
+Assumes: generated code (a forward function with its pullback, or a JVP function) whose calls
+carry `CALLEE` (the user's calls) or `FOLDABLE` (calls in adjoint's rules).
+Guarantees: `np.sum(x, ...)` and `np.mean(x, ...)`, with at most `axis` and `keepdims`, become
+`x.sum(...)` and `x.mean(...)` where `x` is bound once, to what a NumPy ufunc, a reduction
+or a matrix product returns, or to arithmetic on such a value: a NumPy array or scalar (or
+an array type overriding NumPy's ufuncs), whose own method `np.sum` would call, or run as
+`ndarray.sum` does. The method skips `np.sum`'s dispatch in Python, which costs more than
+summing a small array. A parameter may be a list or a Python number, which have no such
+methods: its reductions stay as written.
+
+Before:  e = np.exp(z); s = np.sum(e, axis=1, keepdims=True); t = np.sum(x)
+After:   e = np.exp(z); s = e.sum(axis=1, keepdims=True);     t = np.sum(x)
+"""
+
+from __future__ import annotations
+
+import collections
+
+import gast
+import numpy as np
+
+from . import annotations as anno
+from . import syntax
+from .context import Context
+
+_METHODS = {id(np.sum): "sum", id(np.mean): "mean"}  # by identity: a callee need not be hashable
+# NumPy functions that return an array or a NumPy scalar whatever they are given
+_ARRAY_MAKERS = frozenset(id(f) for f in {
+    np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.matmul, np.dot, np.outer, np.tensordot,
+    np.einsum, np.where, np.zeros_like, np.ones_like, np.full_like, np.asarray, np.array, np.stack,
+    np.concatenate, np.reshape, np.transpose, np.broadcast_to, np.expand_dims, np.squeeze,
+})
+_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Call the sums and means of `node` (and the functions nested in it) on values NumPy made
+    as their methods."""
+    arrays = array_names(node)
+    for call in syntax.walk(node):
+        if isinstance(call, gast.Call):
+            method = _METHODS.get(id(_function(call)))
+            if method and _as_method(call, arrays):
+                receiver = call.args.pop(0)
+                call.func = gast.Attribute(value=receiver, attr=method, ctx=gast.Load())
+    return node
+
+
+def array_names(node) -> set[str]:
+    """The names `node` (with what is nested in it) binds once, to a NumPy array or scalar.
+
+    >>> import gast
+    >>> tree = gast.parse("h = x @ W\\nz = h + b\\ny = x + b\\nfor i in r:\\n    q = z * 2\\n    q = q + 1")
+    >>> sorted(array_names(tree))
+    ['h', 'z']
+    """
+    stores, values = collections.Counter(), {}
+    for leaf in syntax.walk(node):
+        if isinstance(leaf, gast.Name) and isinstance(leaf.ctx, (gast.Store, gast.Param)):
+            stores[leaf.id] += 1
+        elif isinstance(leaf, gast.Assign) and len(leaf.targets) == 1 and isinstance(leaf.targets[0], gast.Name):
+            values[leaf.targets[0].id] = leaf.value
+    arrays: set[str] = set()
+    while True:  # a value may be read before, in a loop, what binds it: to a fixed point
+        found = {
+            name for name, value in values.items()
+            if stores[name] == 1 and name not in arrays and _makes_array(value, arrays)
+        }
+        if not found:
+            return arrays
+        arrays |= found
+
+
+def _makes_array(value, arrays) -> bool:
+    if isinstance(value, gast.BinOp) and isinstance(value.op, _ARITHMETIC):
+        if isinstance(value.op, gast.MatMult):
+            return True  # lists and Python numbers have no `@`
+        return any(isinstance(side, gast.Name) and side.id in arrays for side in (value.left, value.right))
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
+        return isinstance(value.operand, gast.Name) and value.operand.id in arrays
+    if isinstance(value, gast.Call) and value.args:
+        function = _function(value)
+        return isinstance(function, np.ufunc) or id(function) in _ARRAY_MAKERS
+    return False
+
+
+def _function(call):
+    """The object a call calls, as `resolve` or `inline` recorded it (None if unknown)."""
+    callee = anno.get(call, anno.CALLEE)
+    if callee is not None:
+        return None if callee.method else callee.obj
+    folded = anno.get(call, anno.FOLDABLE)
+    return folded.obj if folded is not None else None
+
+
+def _as_method(call, arrays) -> bool:
+    """Whether `np.sum(x, ...)` may be written `x.sum(...)`: `x` a NumPy array or scalar, and
+    only `axis` (by position or keyword) and `keepdims` given."""
+    if not call.args or not isinstance(call.args[0], gast.Name) or call.args[0].id not in arrays:
+        return False
+    if len(call.args) > 2 or any(isinstance(a, gast.Starred) for a in call.args):
+        return False
+    allowed = {"keepdims"} if len(call.args) == 2 else {"axis", "keepdims"}
+    return all(k.arg in allowed for k in call.keywords)

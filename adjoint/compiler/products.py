@@ -1,0 +1,153 @@
+"""Products: a matrix product's cotangent reaches its helpers unsummed, so the pullback no
+longer reads the product itself.
+
+Assumes: the output of `reverse`.
+Guarantees: where the forward function computes `p = a @ b` (or `np.matmul(a, b)`, `p` defined
+there once) and the pullback sums a cotangent down to it, `p_bar = adj.unbroadcast(g, p)`, and
+`p_bar` is read only as the cotangent of `adj.matmul_lhs_bar(p_bar, a, b)` or
+`adj.matmul_rhs_bar(p_bar, a, b)` (which sum a `g` broadcast beyond `a @ b`'s shape down
+themselves), the unbroadcast goes: `g` is passed to them directly (or `p_bar = g` stays, where
+`g` is no name or is rebound before they read it). The pullback then reads `p` only where
+something else needs it; a loop's tape drops what its pullback no longer reads
+(`loops.drop_unread`), which in a recurrent loop is the products of every step.
+
+Before:  h_matmul_bar = adj.unbroadcast(h_add_bar, h_matmul)
+         W_bar = W_bar + adj.matmul_lhs_bar(h_matmul_bar, W, h)
+After:   W_bar = W_bar + adj.matmul_lhs_bar(h_add_bar, W, h)
+"""
+
+from __future__ import annotations
+
+import operator
+
+import gast
+import numpy as np
+
+from . import annotations as anno
+from . import loops, syntax
+from .context import Context
+
+_MATMUL = (operator.matmul, np.matmul, getattr(np.linalg, "matmul", np.matmul))
+_HELPERS = ("matmul_lhs_bar", "matmul_rhs_bar")
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Pass matrix products' cotangents to their helpers unsummed, in the pullback nested in
+    `node` (see the module docstring).
+
+    >>> from adjoint.compiler import pipeline
+    >>> def f(W, h, c):
+    ...     return np.sum(W @ h + c)
+    >>> node, ctx = pipeline.lower(f, (0, 1, 2), until="products")
+    >>> pullback = syntax.unparse(node.body[-2])
+    >>> "unbroadcast(f_add_bar, f_matmul)" in pullback, "matmul_lhs_bar(f_add_bar, W, h)" in pullback
+    (False, True)
+    """
+    pullback_name = node.body[-1].value.elts[1].id  # `return (value, f_pullback)`
+    pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef) and s.name == pullback_name)
+    products = _products(node)
+    if products:
+        helpers = tuple(f"{ctx.runtime_alias}.{h}" for h in _HELPERS)
+        bodies = [pullback.body] + [b for s in syntax.statements(pullback.body) for b in syntax.bodies(s)]
+        for body in bodies:
+            _absorb(body, pullback, products, ctx.runtime_alias, helpers)
+        loops.drop_unread(node, pullback)
+    return node
+
+
+def _products(node) -> dict:
+    """`{p: (a, b)}` for each name the forward function (outside nested functions) defines once,
+    as `a @ b` of two names."""
+    stores: dict[str, int] = {}
+    found = {}
+    for current in syntax.walk_local(node):
+        if isinstance(current, gast.Name) and isinstance(current.ctx, gast.Store):
+            stores[current.id] = stores.get(current.id, 0) + 1
+        elif isinstance(current, gast.Assign) and isinstance(current.targets[0], gast.Name):
+            operands = _operands(current.value)
+            if operands is not None:
+                found[current.targets[0].id] = operands
+    return {p: operands for p, operands in found.items() if stores.get(p) == 1}
+
+
+def _operands(value):
+    """`(a, b)` for `a @ b` (or `np.matmul(a, b)`) of two names, else None."""
+    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.MatMult):
+        parts = [value.left, value.right]
+    elif isinstance(value, gast.Call) and getattr(anno.get(value, anno.CALLEE), "obj", None) in _MATMUL:
+        parts = value.args if len(value.args) == 2 and not value.keywords else []
+    else:
+        return None
+    return tuple(p.id for p in parts) if len(parts) == 2 and all(isinstance(p, gast.Name) for p in parts) else None
+
+
+def _absorb(body, pullback, products, alias, helpers) -> None:
+    """Rewrite the unbroadcasts of products in the statements of `body` (one statement list)."""
+    index = 0
+    while index < len(body):
+        stmt = body[index]
+        summed = _summed_product(stmt, products, alias)
+        if summed is not None and _read_only_by_helpers(pullback, stmt.targets[0].id, products[summed.args[1].id], helpers):
+            stmt.value = summed.args[0]  # `p_bar = g`
+            if _propagate(body, index, pullback):
+                continue  # (the statement is gone: the next one is at `index`)
+        index += 1
+
+
+def _summed_product(stmt, products, alias):
+    """The `adj.unbroadcast(g, p)` call `stmt` assigns to a name, `p` a product; else None."""
+    value = getattr(stmt, "value", None)
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and isinstance(value, gast.Call)):
+        return None
+    if syntax.dotted(value.func) != f"{alias}.unbroadcast" or len(value.args) != 2 or value.keywords:
+        return None
+    summed = value.args[1]
+    return value if isinstance(summed, gast.Name) and summed.id in products else None
+
+
+def _read_only_by_helpers(pullback, bar, operands, helpers) -> bool:
+    """Whether every read of `bar` in the pullback is the cotangent of a matrix product helper
+    of the product of `operands`."""
+    allowed = set()
+    for current in syntax.walk(pullback):
+        if isinstance(current, gast.Call) and syntax.dotted(current.func) in helpers and _helps(current, bar, operands):
+            allowed.add(id(current.args[0]))
+    return all(
+        id(current) in allowed for current in syntax.walk(pullback)
+        if isinstance(current, gast.Name) and current.id == bar and isinstance(current.ctx, gast.Load)
+    )
+
+
+def _helps(call, bar, operands) -> bool:
+    args = call.args
+    return (
+        len(args) == 3 and not call.keywords and isinstance(args[0], gast.Name) and args[0].id == bar
+        and all(isinstance(arg, gast.Name) and arg.id == operand for arg, operand in zip(args[1:], operands))
+    )
+
+
+def _propagate(body, index, pullback) -> bool:
+    """Replace the reads of `p_bar` by `g` for `body[index]`, `p_bar = g` (two names), and drop it,
+    where that changes nothing: `p_bar` is assigned there only and read only by later simple
+    statements of `body`, before any of them rebinds `g`. Whether it did."""
+    stmt = body[index]
+    bar, passed = stmt.targets[0].id, stmt.value
+    if not isinstance(passed, gast.Name) or passed.id == bar:
+        return False
+    uses = [n for n in syntax.walk(pullback) if isinstance(n, gast.Name) and n.id == bar]
+    readers = [j for j in range(index + 1, len(body)) if bar in syntax.load_names(body[j])]
+    reads_there = sum(_count(body[j], bar) for j in readers)
+    if len(uses) != 1 + reads_there:  # assigned once, and read nowhere else
+        return False
+    if not readers or any(syntax.bodies(body[j]) or not isinstance(body[j], (gast.Assign, gast.Expr)) for j in readers):
+        return False
+    if any(passed.id in syntax.stored_names(body[j]) for j in range(index + 1, readers[-1])):
+        return False  # (the last reader may rebind `g`: an assignment reads before it binds)
+    for j in readers:
+        body[j] = syntax.substitute(body[j], {bar: syntax.name(passed.id)})
+    del body[index]
+    return True
+
+
+def _count(node, name) -> int:
+    return sum(1 for n in syntax.walk(node) if isinstance(n, gast.Name) and n.id == name)
