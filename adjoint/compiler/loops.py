@@ -3,7 +3,10 @@
 Used by `reverse` for every `for` and `while` loop. The forward loop appends, at the end of
 each iteration (before the `ssa` back-edge copies), a tuple of the values defined in that
 iteration which the adjoint reads; the pullback loops over the tape in reverse. Nothing is
-recorded when the adjoint reads nothing from the iteration: an iteration count is kept.
+recorded when the adjoint reads nothing from the iteration: an iteration count is kept. A row
+of an array the loop walks is read again by its position (`x = xs[index]`) rather than taped,
+and a pass after `reverse` that makes the pullback read less drops it from the tape
+(`drop_unread`).
 
 Cotangents that flow from one iteration into the previous one (the loop's carried names, and
 the names defined before the loop that the body reads) are made nonzero before the pullback
@@ -130,8 +133,11 @@ def emit(rev, record: LoopRecord) -> list:
                for name, buffer in emission.buffered.items()]
     after = [cot.accumulate(name, syntax.call(f"{rev.alias}.from_buffer", [syntax.name(buffer), syntax.name(name)]))
              for name, buffer in emission.buffered.items()]
+    rederived = _rederived_items(rev, record, code)
+    code = rederived + code
     # what inner pullback loops unpack from their own tapes is not read from this one
     unpacked = set().union(*(syntax.stored_names(s.target) for s in syntax.statements(code) if isinstance(s, gast.For)))
+    unpacked |= set().union(*(syntax.stored_names(s) for s in rederived))
     reads = set().union(*(syntax.load_names(s) for s in code)) & record.defined - unpacked
     record.recorded = tuple(sorted(reads))
     if record.recorded:
@@ -211,6 +217,74 @@ def _define_on_every_path(body, recorded: set) -> None:
         elif isinstance(stmt, (gast.With, gast.Try)):
             for nested in syntax.bodies(stmt):
                 _define_on_every_path(nested, recorded)
+
+
+def _rederived_items(rev, record, code) -> list:
+    """`x = xs[index]` for each item of an array the pullback reads, rather than taping it: a
+    row of an array is a new view object per iteration, and the array itself, which adjoint
+    never updates in place (see `inplace`), still holds it. Only for a sequence certainly an
+    array (a differentiated number), not rebound in the loop, bound once or per iteration of
+    an enclosing loop (whose tape then holds it), whose shape and items' shapes nothing
+    reassigns (`xs.shape = ...`); a list's items are taped, as the list may change."""
+    reads = set().union(*(syntax.load_names(s) for s in code))
+    code = []
+    for name, sequence, index in record.sources:
+        if name in reads and sequence in rev.varied and sequence in rev.numbers and sequence not in record.defined:
+            enclosing, carried = record.parent, False
+            while enclosing is not None and not carried:
+                carried, enclosing = sequence in enclosing.defined, enclosing.parent
+            if _kept(rev.node, (name, sequence), carried):
+                item = gast.Subscript(value=syntax.name(sequence), slice=syntax.copy_node(index), ctx=gast.Load())
+                code.append(anno.copy_origin(record.loop, syntax.assign(name, item)))
+    return code
+
+
+def _kept(function, names, rebound: bool) -> bool:
+    """Whether no attribute of any of `names` is assigned in `function` (`x.shape = ...`
+    changes a view in place), and `names[-1]` is bound at most once there unless `rebound`."""
+    stores = 0
+    for node in syntax.walk(function):
+        if isinstance(node, gast.Name) and node.id == names[-1] and isinstance(node.ctx, gast.Store):
+            stores += 1
+        elif isinstance(node, gast.Attribute) and not isinstance(node.ctx, gast.Load) and syntax.root_name(node) in names:
+            return False
+    return rebound or stores <= 1
+
+
+def drop_unread(node: gast.FunctionDef, pullback: gast.FunctionDef) -> None:
+    """Drop from each loop's tape in the forward function `node` the values its `pullback` no
+    longer reads anywhere (a pass after `reverse` made them unneeded); a tape keeps at least
+    one value per iteration, which its pullback loop counts."""
+    reads = syntax.load_names(pullback)
+    appends = {}
+    started = set()
+    for stmt in syntax.statements(node.body):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.List) and not stmt.value.elts:
+            started |= syntax.stored_names(stmt)
+        call = stmt.value if isinstance(stmt, gast.Expr) else None
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append":
+            tape = syntax.root_name(call.func)
+            appends[tape] = None if tape in appends else call  # (a tape is appended to once)
+    for stmt in syntax.statements(pullback.body):
+        tape = _replayed_tape(stmt)
+        append = appends.get(tape) if tape in started else None
+        if append is None or not isinstance(stmt.target, gast.Tuple) or not isinstance(append.args[0], gast.Tuple):
+            continue
+        pairs = list(zip(stmt.target.elts, append.args[0].elts))
+        if len(stmt.target.elts) != len(append.args[0].elts) or not all(isinstance(t, gast.Name) for t, _ in pairs):
+            continue
+        kept = [(t, v) for t, v in pairs if t.id in reads] or pairs[:1]
+        if len(kept) < len(pairs):
+            stmt.target = kept[0][0] if len(kept) == 1 else syntax.tuple_([t for t, _ in kept], syntax.STORE)
+            append.args[0] = kept[0][1] if len(kept) == 1 else syntax.tuple_([v for _, v in kept])
+
+
+def _replayed_tape(stmt) -> str | None:
+    """`tape` for a pullback loop `for ... in reversed(tape)`."""
+    if not isinstance(stmt, gast.For) or not isinstance(stmt.iter, gast.Call) or len(stmt.iter.args) != 1:
+        return None
+    replayed = stmt.iter.args[0]
+    return replayed.id if isinstance(replayed, gast.Name) else None
 
 
 def _element_adjoints(rev, record) -> list:

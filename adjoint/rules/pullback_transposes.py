@@ -105,7 +105,8 @@ def add_rrule(a, b):
 @rrule(adj.matmul_lhs_bar, sequences=True)
 def matmul_lhs_bar_rrule(g, a, b):
     def matmul_lhs_bar_pullback(c):
-        return adj.cotangent_like(np.matmul(c, b), g), transposes.zero_cotangent(a), adj.matmul_rhs_bar(g, c, b)
+        g_bar = adj.cotangent_like(np.broadcast_to(np.matmul(c, b), np.shape(g)), g)  # `g` may be broadcast
+        return g_bar, transposes.zero_cotangent(a), adj.matmul_rhs_bar(g, c, b)
 
     return adj.matmul_lhs_bar(g, a, b), matmul_lhs_bar_pullback
 
@@ -114,7 +115,8 @@ def matmul_lhs_bar_rrule(g, a, b):
 @rrule(adj.matmul_rhs_bar, sequences=True)
 def matmul_rhs_bar_rrule(g, a, b):
     def matmul_rhs_bar_pullback(c):
-        return adj.cotangent_like(np.matmul(a, c), g), adj.matmul_lhs_bar(g, a, c), transposes.zero_cotangent(b)
+        g_bar = adj.cotangent_like(np.broadcast_to(np.matmul(a, c), np.shape(g)), g)  # `g` may be broadcast
+        return g_bar, adj.matmul_lhs_bar(g, a, c), transposes.zero_cotangent(b)
 
     return adj.matmul_rhs_bar(g, a, b), matmul_rhs_bar_pullback
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .contraction import scaled_bar, tensordot_lhs_bar, tensordot_rhs_bar
-from .cotangents import RuleError, is_differentiable, unbroadcast
+from .cotangents import RuleError, is_differentiable, sum_to_shape, unbroadcast
 
 # ---- products --------------------------------------------------------------------------------
 
@@ -23,8 +23,30 @@ def _as_matrices(g, a, b):
     return g2, a2, b2
 
 
+def product_shape(a, b) -> tuple:
+    """The shape of `a @ b`, without computing it.
+
+    >>> product_shape(np.ones((5, 1, 2, 3)), np.ones((4, 3, 6))), product_shape(np.ones(3), np.ones((3, 2)))
+    ((5, 4, 2, 6), (2,))
+    """
+    sa, sb = np.shape(a), np.shape(b)
+    if len(sa) == 1:
+        return sb[:-2] + sb[-1:] if len(sb) > 1 else ()
+    if len(sb) == 1:
+        return sa[:-1]
+    return np.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-1])
+
+
+def _as_product(g, a, b):
+    """`g` summed down to the shape of `a @ b`: the cotangent of a product that something
+    broadcast further (`(a @ b) + c`) reaches the product's helpers as it is."""
+    shape = product_shape(a, b)
+    return g if np.shape(g) == shape else sum_to_shape(g, shape)
+
+
 def matmul_lhs_bar(g, a, b):
-    """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too.
+    """Cotangent of `a` in `a @ b`: `g @ b.T`, for vectors and stacks of matrices too, and for
+    a `g` broadcast beyond the product's shape (it is summed down first).
 
     >>> b = np.arange(12.0).reshape(3, 4)
     >>> matmul_lhs_bar(np.ones((2, 4)), np.ones((2, 3)), b)
@@ -32,37 +54,46 @@ def matmul_lhs_bar(g, a, b):
            [ 6., 22., 38.]])
     >>> matmul_lhs_bar(np.ones(4), np.ones(3), b)  # a vector `a` gets a vector
     array([ 6., 22., 38.])
+    >>> matmul_lhs_bar(np.ones((5, 2, 4)), np.ones((2, 3)), b)[0]  # `(a @ b) + c`, `c` of shape (5, 2, 4)
+    array([ 30., 110., 190.])
     """
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and a.dtype.kind in "fc":
-        if b.ndim == 2:  # matrices, and a matrix times a vector: the common cases, kept cheap
+    if type(a) is np.ndarray and type(b) is np.ndarray and type(g) is np.ndarray and a.ndim == 2 and a.dtype.kind in "fc":
+        # matrices, and a matrix times a vector, with `g` of the product's shape: the common cases, kept cheap
+        if b.ndim == 2 and g.shape == (a.shape[0], b.shape[1]):
             a_bar = g @ b.T
-        elif b.ndim == 1:
+        elif b.ndim == 1 and g.shape == a.shape[:1]:
             a_bar = np.multiply.outer(g, b)
         else:
             a_bar = None
         if a_bar is not None:
-            return a_bar if a_bar.shape == a.shape and a_bar.dtype == a.dtype else unbroadcast(a_bar, a)
+            return a_bar if a_bar.dtype == a.dtype else unbroadcast(a_bar, a)
     if not is_differentiable(a):
         return None
-    g2, a2, b2 = _as_matrices(g, a, b)
+    g2, a2, b2 = _as_matrices(_as_product(g, a, b), a, b)
     a_bar = g2 @ np.swapaxes(b2, -1, -2)
     return np.reshape(unbroadcast(a_bar, a2), np.shape(a))
 
 
 def matmul_rhs_bar(g, a, b):
-    """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too.
+    """Cotangent of `b` in `a @ b`: `a.T @ g`, for vectors and stacks of matrices too, and for
+    a `g` broadcast beyond the product's shape (it is summed down first).
 
     >>> matmul_rhs_bar(np.ones((2, 4)), np.arange(6.0).reshape(2, 3), np.ones((3, 4)))
     array([[3., 3., 3., 3.],
            [5., 5., 5., 5.],
            [7., 7., 7., 7.]])
     """
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim <= 2 and b.dtype.kind in "fc":
-        b_bar = a.T @ g  # matrices, and a matrix times a vector: the common cases, kept cheap
-        return b_bar if b_bar.shape == b.shape and b_bar.dtype == b.dtype else unbroadcast(b_bar, b)
+    if (
+        type(a) is np.ndarray and type(b) is np.ndarray and type(g) is np.ndarray and a.ndim == 2
+        and b.dtype.kind in "fc" and g.shape == (a.shape[0],) + b.shape[1:]
+        # matrices, and a matrix times a vector, with `g` of the product's shape: the common cases, kept cheap
+        and b.ndim <= 2
+    ):
+        b_bar = a.T @ g
+        return b_bar if b_bar.dtype == b.dtype else unbroadcast(b_bar, b)
     if not is_differentiable(b):
         return None
-    g2, a2, b2 = _as_matrices(g, a, b)
+    g2, a2, b2 = _as_matrices(_as_product(g, a, b), a, b)
     b_bar = np.swapaxes(a2, -1, -2) @ g2
     return np.reshape(unbroadcast(b_bar, b2), np.shape(b))
 

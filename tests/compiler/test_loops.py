@@ -174,8 +174,13 @@ def pullback_loops(pullback):
 
 
 def reads_of(loop) -> set:
-    """The names `loop`'s body reads, without those its inner pullback loops unpack."""
+    """The names `loop`'s body reads, without those its inner pullback loops unpack or it reads
+    out of the iterated array itself (`x = xs[index]`, first in its body)."""
     unpacked = set().union(*(syntax.stored_names(s.target) for s in syntax.statements(loop.body) if isinstance(s, gast.For)))
+    for stmt in loop.body:
+        if not (isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Subscript)):
+            break
+        unpacked |= syntax.stored_names(stmt)
     return set().union(*(syntax.load_names(s) for s in loop.body)) - unpacked
 
 
