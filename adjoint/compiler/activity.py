@@ -38,7 +38,8 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     if args.vararg is not None and any(isinstance(i, int) and i >= len(params) for i in ctx.wrt):
         varied.add(args.vararg.id)
     # each statement's (defined names, differentiable reads), found once for both fixed points
-    flows = [(stmt, defined_names(stmt), differentiable_reads(stmt)) for stmt in syntax.statements(node.body)]
+    forward = ctx.mode == "tangent"
+    flows = [(stmt, defined_names(stmt), differentiable_reads(stmt, forward)) for stmt in syntax.statements(node.body)]
     while True:  # loops carry values backwards: iterate to a fixed point
         before = len(varied)
         for stmt, defined, reads in flows:
@@ -72,12 +73,13 @@ def defined_names(stmt) -> set[str]:
     return set()
 
 
-def differentiable_reads(stmt) -> set[str]:
-    """Names whose gradients a statement's defined names depend on."""
+def differentiable_reads(stmt, forward=False) -> set[str]:
+    """Names whose gradients a statement's defined names depend on (`forward`: their tangents,
+    in forward mode)."""
     if anno.get(stmt, anno.FROZEN):
         return set()  # `t = m.encoder`, a frozen field: a constant
     if isinstance(stmt, gast.Assign):
-        return differentiable_operands(stmt.value) - anno.get(stmt, anno.CANCELLED, frozenset())
+        return differentiable_operands(stmt.value, forward) - anno.get(stmt, anno.CANCELLED, frozenset())
     if isinstance(stmt, gast.For):
         return syntax.load_names(stmt.iter) - {"range", "enumerate", "zip", "reversed"}
     if isinstance(stmt, gast.FunctionDef):
@@ -89,8 +91,10 @@ def targets(stmt: gast.Assign) -> set[str]:
     return {n.id for n in syntax.walk(stmt.targets[0]) if isinstance(n, gast.Name)}
 
 
-def differentiable_operands(value) -> set[str]:
-    """Names read by `value` through which a derivative can flow."""
+def differentiable_operands(value, forward=False) -> set[str]:
+    """Names read by `value` through which a derivative can flow; in `forward` mode, of a call
+    whose forward rule is linear in some operands, those operands only (`unbroadcast(g, x)`
+    reads only `x`'s shape)."""
     if isinstance(value, (gast.Compare, gast.JoinedStr, gast.Constant, gast.Set)):
         return set()
     if isinstance(value, gast.Lambda):
@@ -106,11 +110,33 @@ def differentiable_operands(value) -> set[str]:
         return syntax.load_names(value.value)  # indices carry no gradient
     if anno.get(value, anno.FROZEN):  # `m.encoder(x)`, a frozen field called: only the arguments
         return set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
+    if forward and isinstance(value, gast.Call) and callee is not None and not callee.method:
+        operands = _linear_operands(callee, value)
+        if operands is not None:
+            return operands
     if isinstance(value, gast.Call) and callee is not None and (callee.method or isinstance(value.func, gast.Name)):
         return syntax.load_names(value)  # the receiver, or a local callable (`m = x.mean; m()`), too
     if isinstance(value, gast.Call):
         return set().union(*(syntax.load_names(a) for a in value.args + [k.value for k in value.keywords]))
     return syntax.load_names(value)
+
+
+def _linear_operands(callee, call) -> set[str] | None:
+    """The names read by the positional operands (and any keywords) of a call whose forward
+    rule declares it linear or multilinear in them (None for other calls, and calls with
+    starred arguments)."""
+    from .. import frules  # noqa: PLC0415  (the rules import the compiler's callers)
+
+    if callee.kind not in (resolve.RULE, resolve.PYTHON) or any(isinstance(a, gast.Starred) for a in call.args):
+        return None
+    try:
+        rule = frules.lookup(callee.obj)
+    except TypeError:  # an unhashable callee has no rule
+        return None
+    if rule is None or rule.kind not in (frules.LINEAR, frules.MULTILINEAR):
+        return None
+    operands = [call.args[i] for i in rule.operands if i < len(call.args)]
+    return set().union(*(syntax.load_names(a) for a in operands + [k.value for k in call.keywords]))
 
 
 def _calls_python(stmt) -> bool:

@@ -194,7 +194,7 @@ class _Tangent(TangentCalls):
 
     def _assignment(self, stmt, target, value):
         dot = self.dot(target)
-        if not activity.differentiable_operands(value) & self.varied:
+        if not (activity.differentiable_operands(value, forward=True) - self.cancelled) & self.varied:
             self.code.append(stmt)  # a constant here (another arm or iteration varies it)
             self.emit(stmt, syntax.assign(dot, self.zero_of(syntax.name(target))))
         elif isinstance(value, gast.Name):

@@ -198,6 +198,8 @@ class TangentCalls:
                 return rebuilt(set(operands))
             return syntax.call(f"{self.alias}.tangent_like", [rebuilt(set(operands)), syntax.name(target)])
         terms = [rebuilt({i}) for i in operands if self.has_tangent(args[i])]
+        if not terms:  # only what is no operand varies (a shape): the product does not
+            return self.zero_of(syntax.name(target))
         expression = terms[0]
         for term in terms[1:]:
             expression = syntax.binop(expression, gast.Add, term)
