@@ -97,6 +97,7 @@ def test_hvp_runs_the_fused_gradients_jvp(f, args):
     with pipeline.recording() as texts:
         _, product = adjoint.jvp(gradient, args, directions)
     assert any(f"def {f.__name__}_gradient_jvp(" in t for t in texts)
+    assert any(f"JVP (forward mode) of `{f.__name__}_gradient`" in t for t in texts)  # named as the user's
     assert not any(f"def {f.__name__}_pullback_jvp(" in t for t in texts)  # its pullback: not transformed per call
     eps = 1e-6
     plus = gradient(*(a + eps * d for a, d in zip(args, directions)))

@@ -147,7 +147,7 @@ class Context:
         return identifier
 
 
-_GENERATED_PREFIX = re.compile(r"__adjoint_closure__\.<locals>\.__adjoint_factory__\.<locals>\.(\w+)_forward")
+_GENERATED_PREFIX = re.compile(r"__adjoint_closure__\.<locals>\.__adjoint_factory__\.<locals>\.(\w+?)(?:_forward)?\b")
 
 
 def free_name(fn, name: str, default=None):

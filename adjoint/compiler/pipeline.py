@@ -239,9 +239,9 @@ def gradient_jvp_function(fn, wrt: tuple[int, ...], floats: tuple, moved: tuple[
             return None
         try:
             result = compiled(gradient, moved, mode=TANGENT)
-        except Exception:  # noqa: BLE001  (the general path then runs, and reports what it must)
-            # forward mode over the fused code sees a pullback's constant seed, which it may not
-            # read as it reads the pullback alone: kept per code, tried once
+        except AdjointError:  # the general path then runs, and reports what it must
+            # forward mode over the fused code may refuse what it accepts in the forward function
+            # and its pullback apart (kept per code, tried once)
             _unread_gradients[(id(fn.__code__),) + key] = fn.__code__
             return None
         generated = loader.instantiate(result, gradient)
