@@ -109,6 +109,12 @@ def unit(value, f):
         return 1.0
     if type(value) is np.float64:
         return 1.0  # the same number as np.float64(1), without NumPy's dispatch on its scalars
+    if isinstance(value, tuple):
+        raise AdjointError(
+            f"grad needs {name_of(f)} to return a float scalar, but it returned a tuple of {len(value)}. "
+            "If the first item is the loss and the rest are extra outputs, use "
+            "adjoint.value_and_grad(f, has_aux=True) with `return loss, aux`."
+        )
     if np.iscomplexobj(value) and np.ndim(value) == 0:
         raise AdjointError(
             f"grad needs {name_of(f)} to return a real scalar, but it returned a complex one. "
@@ -116,12 +122,6 @@ def unit(value, f):
             "and pass a complex cotangent to back()."
         )
     if not (runtime.is_differentiable(value) and np.ndim(value) == 0):
-        if isinstance(value, tuple):
-            raise AdjointError(
-                f"grad needs {name_of(f)} to return a float scalar, but it returned a tuple of {len(value)}. "
-                "If the first item is the loss and the rest are extra outputs, use "
-                "adjoint.value_and_grad(f, has_aux=True) with `return loss, aux`."
-            )
         kind = f"an array of shape {np.shape(value)}" if np.ndim(value) else type(value).__name__
         raise AdjointError(
             f"grad needs {name_of(f)} to return a float scalar, but it returned {kind}. "

@@ -206,6 +206,8 @@ def test_a_non_scalar_output_is_refused_with_the_same_message():
 def test_a_tuple_output_points_to_has_aux():
     with pytest.raises(adjoint.AdjointError, match="has_aux=True"):
         adjoint.grad(lambda x: (np.sum(x), 1))(X)
+    with pytest.raises(adjoint.AdjointError, match="has_aux=True"):  # (NumPy cannot read it as one array)
+        adjoint.grad(lambda x: (np.sum(x), x))(X)
 
 
 # ---- what it must notice between calls --------------------------------------------------------

@@ -3,10 +3,11 @@
 Assumes: generated code (a forward function with its pullback, or a JVP function) whose calls
 carry `CALLEE` (the user's calls) or `FOLDABLE` (calls in adjoint's rules).
 Guarantees: `np.sum(x, ...)` and `np.mean(x, ...)`, with at most `axis` and `keepdims`, become
-`x.sum(...)` and `x.mean(...)` where `x` is bound once, to what a NumPy ufunc, a reduction
-or a matrix product returns, or to arithmetic on such a value: a NumPy array or scalar (or
-an array type overriding NumPy's ufuncs), whose own method `np.sum` would call, or run as
-`ndarray.sum` does. The method skips `np.sum`'s dispatch in Python, which costs more than
+`x.sum(...)` and `x.mean(...)` where `x` is bound once, to what a NumPy ufunc of one result
+or a matrix product returns, or to arithmetic with such a value on the left (or on the right
+of a number): a NumPy array or scalar (or an array type overriding NumPy's ufuncs), whose own
+method `np.sum` would call, or run as `ndarray.sum` does. (A ufunc of a 0-d object array
+returns the Python object: differentiated code computes with float arrays.) The method skips `np.sum`'s dispatch in Python, which costs more than
 summing a small array. A parameter may be a list or a Python number, which have no such
 methods: its reductions stay as written.
 
@@ -26,12 +27,9 @@ from . import syntax
 from .context import Context
 
 _METHODS = {id(np.sum): "sum", id(np.mean): "mean"}  # by identity: a callee need not be hashable
-# NumPy functions that return an array or a NumPy scalar whatever they are given
-_ARRAY_MAKERS = frozenset(id(f) for f in {
-    np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.matmul, np.dot, np.outer, np.tensordot,
-    np.einsum, np.where, np.zeros_like, np.ones_like, np.full_like, np.asarray, np.array, np.stack,
-    np.concatenate, np.reshape, np.transpose, np.broadcast_to, np.expand_dims, np.squeeze,
-})
+# NumPy functions that return an array or a NumPy scalar of numbers (not a tuple, nor a Python
+# object from an object array: a value differentiated code computes with is a float array)
+_ARRAY_MAKERS = frozenset(id(f) for f in (np.matmul, np.dot, np.outer, np.tensordot, np.einsum))
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
 
 
@@ -77,13 +75,26 @@ def _makes_array(value, arrays) -> bool:
     if isinstance(value, gast.BinOp) and isinstance(value.op, _ARITHMETIC):
         if isinstance(value.op, gast.MatMult):
             return True  # lists and Python numbers have no `@`
-        return any(isinstance(side, gast.Name) and side.id in arrays for side in (value.left, value.right))
+        # an array's operator method runs first; on the right, after a number's or an array's
+        # (`[0.5] * n` repeats a list where `n` is a NumPy int)
+        left, right = (_is_array(side, arrays) for side in (value.left, value.right))
+        return left or right and (_is_number(value.left) or left)
     if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
-        return isinstance(value.operand, gast.Name) and value.operand.id in arrays
+        return _is_array(value.operand, arrays)
     if isinstance(value, gast.Call) and value.args:
         function = _function(value)
-        return isinstance(function, np.ufunc) or id(function) in _ARRAY_MAKERS
+        if isinstance(function, np.ufunc):
+            return function.nout == 1  # (`np.modf` returns a tuple)
+        return id(function) in _ARRAY_MAKERS
     return False
+
+
+def _is_array(node, arrays) -> bool:
+    return isinstance(node, gast.Name) and node.id in arrays
+
+
+def _is_number(node) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
 def _function(call):

@@ -7,7 +7,8 @@ Guarantees: in each log-sum-exp written with a shift, `m = max(z)` then
 the result is `log(sum(exp(z)))`, so `m`'s two contributions cancel exactly, and `activity`
 and `reverse` leave them out. Where `m` is read nowhere else, the max gets no adjoint at all
 (no search for the entries it chose). Each intermediate must be read once, by the next step
-only: another reader would see `m`'s influence, which does not cancel there.
+only: another reader would see `m`'s influence, which does not cancel there; and each name
+must be bound once (a name bound on both arms of a branch may hold another value on one).
 
 Before:  m = np.max(z, axis=1, keepdims=True); d = z - m; e = np.exp(d)
          s = np.sum(e, axis=1, keepdims=True); l = np.log(s); y = l + m
@@ -31,13 +32,16 @@ _SHIFTS = {np.max: "max", np.amax: "max", np.min: "min", np.amin: "min"}
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Annotate the cancelling reads of the shifts of `node`'s log-sum-exps."""
-    definitions, reads = {}, collections.Counter()
+    definitions, reads, bindings = {}, collections.Counter(), collections.Counter()
     for stmt in syntax.statements(node.body):
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
             definitions[stmt.targets[0].id] = stmt
     for leaf in syntax.walk(node):
-        if isinstance(leaf, gast.Name) and isinstance(leaf.ctx, gast.Load):
-            reads[leaf.id] += 1
+        if isinstance(leaf, gast.Name):
+            (reads if isinstance(leaf.ctx, gast.Load) else bindings)[leaf.id] += 1
+    # a name bound twice (on two arms of a branch, which `ssa` leaves one name) may not be what
+    # the pattern saw on every path
+    definitions = {name: stmt for name, stmt in definitions.items() if bindings[name] == 1}
     for stmt in definitions.values():
         shift = _shift_of(stmt, definitions, reads)
         if shift is not None:

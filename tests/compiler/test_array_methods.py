@@ -61,3 +61,26 @@ def test_forward_mode_and_hvp_agree_with_finite_differences():
     gradient = adjoint.grad(softmax_entropy)
     expected = (gradient(z + h * v, w) - gradient(z - h * v, w)) / (2 * h)
     np.testing.assert_allclose(adjoint.hvp(softmax_entropy, z, v, w), expected, rtol=1e-6, atol=1e-8)
+
+
+def repeated_list(x):
+    n = np.sum(x > 0)
+    weights = [0.5] * n  # a list repeated: `list * NumPy int`
+    return np.sum(weights) * np.sum(np.sin(x))
+
+
+def where_positions(x):
+    positions = np.where(x > 0)  # a tuple of index arrays
+    return np.sum(np.sin(x)) * np.sum(positions)
+
+
+def two_results(x):
+    parts = np.modf(3 * x)  # a tuple of two arrays
+    return np.sum(np.sin(x)) + np.sum(parts)
+
+
+@pytest.mark.parametrize("f", [repeated_list, where_positions, two_results])
+def test_values_that_are_not_arrays_keep_np_sum(f):
+    x = np.array([0.3, -0.7, 1.1])
+    assert np.isclose(adjoint.value_and_grad(f)(x)[0], f(x))
+    check_grad(f, x)

@@ -103,3 +103,30 @@ def test_forward_mode_and_second_derivatives_agree_with_finite_differences():
     h = 1e-5
     expected = (adjoint.grad(rows)(z + h * v) - adjoint.grad(rows)(z - h * v)) / (2 * h)
     np.testing.assert_allclose(adjoint.hvp(rows, z, v), expected, rtol=1e-6, atol=1e-8)
+
+
+def unshifted_on_one_arm(z, plain):
+    m = np.max(z, axis=1, keepdims=True)
+    if plain:
+        e = np.exp(z)
+    else:
+        e = np.exp(z - m)
+    s = np.sum(e, axis=1, keepdims=True)
+    y = np.log(s) + m
+    return np.sum(y * y)
+
+
+def shift_from_a_branch(z, w, c):
+    if c > 0:
+        m = w
+    else:
+        m = np.max(z, axis=1, keepdims=True)
+    y = np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)) + m
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_a_name_bound_on_two_arms_of_a_branch_keeps_its_derivative(plain):
+    check_grad(lambda z: unshifted_on_one_arm(z, plain), rng.normal(size=(3, 4)))
+    z, w = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    check_grad(lambda z, w: shift_from_a_branch(z, w, 1.0 if plain else -1.0), z, w)
