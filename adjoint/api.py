@@ -84,9 +84,9 @@ def grad(f, wrt=0, freeze=None):
 
     @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def gradient_of_f(*args, **kwargs):
-        done = plain.gradients(f, args, kwargs) if plain is not None else None
+        done = plain.gradient(f, args, kwargs) if plain is not None else None
         if done is not None:  # floats and arrays: the common case, kept cheap
-            return done[1][0] if one else done[1]
+            return done[0] if one else done
         value, back = _pullback(f, args, kwargs, positions, freeze)
         cotangents = back(arguments.unit(value, f))
         return arguments.select(cotangents, wrt)

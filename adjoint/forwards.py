@@ -69,19 +69,26 @@ class PlainCalls:
     code, a name its code resolved, or the registered rules change. Every call is given `f`:
     held here, it would keep itself alive in `plain_calls`'s cache."""
 
-    __slots__ = ("positions", "count", "found")
+    __slots__ = ("positions", "count", "found", "found_fused", "unfused")
 
     def __init__(self, positions):
         self.positions = tuple(positions)
         self.count = self.positions[-1] + 1 if self.positions else 0  # the arguments a call needs
         # (`registry.version`, code, positions of Python floats, binding check, defaults, generated,
         # whether it may recurse) when `generated` was found: one tuple, replaced whole, so that
-        # threads read it whole
-        self.found = (-1, None, None, None, None, None, True)
+        # threads read it whole; `found` for the forward function, `found_fused` for the fused
+        # gradient (`pipeline.gradient_function`)
+        self.found = self.found_fused = (-1, None, None, None, None, None, True)
+        self.unfused = None  # the code of `f` whose pullback cannot be inlined
 
     def forward(self, f, args):
         """The generated forward function for the call `f(*args)`, or None if the call is
         not plain (the general path takes it, and refuses what it must)."""
+        return self._generated(f, args, False)
+
+    def _generated(self, f, args, fused):
+        """The forward function (or with `fused` the fused gradient, or False where `f`'s
+        pullback cannot be inlined) for the call `f(*args)`, or None if it is not plain."""
         if len(args) < self.count:
             return None
         floats = ()
@@ -98,13 +105,15 @@ class PlainCalls:
                 return None
         if implicit.collector() is not None:
             return None
-        version, code, specialised, bound, defaults, generated, _ = self.found
+        version, code, specialised, bound, defaults, generated, _ = self.found_fused if fused else self.found
         if (
             version == registry.version and code is f.__code__ and specialised == floats
             and defaults is f.__defaults__ and generated.__kwdefaults__ is f.__kwdefaults__ and bound()
         ):
             return generated
-        return self._found(f, floats, args)
+        if fused and self.unfused is f.__code__:
+            return False
+        return self._found(f, floats, args, fused)
 
     def gradients(self, f, args, kwargs, has_aux=False):
         """`(value, gradients)` of the call `f(*args, **kwargs)` of scalar-valued `f` (with
@@ -128,19 +137,50 @@ class PlainCalls:
             gradient_mode.leave(recursive)
         return value, structure.plain_gradients(args, cotangents, self.positions, seed)
 
-    def _found(self, f, floats, args):
-        """Look `f` up again: whether it has a rule, and its forward function for arguments
-        with Python floats at `floats` (compiled again if a name it resolved was rebound)."""
+    def gradient(self, f, args, kwargs):
+        """The gradients of the call `f(*args, **kwargs)` of scalar-valued `f` at `positions`
+        (what `gradients` gives, without the value), or None if the call is not plain. Where
+        `f`'s pullback can be inlined (`pipeline.gradient_function`), one generated function
+        computes them, and no pullback closure is made."""
+        fused = self._generated(f, args, True)
+        if not fused:
+            done = None if fused is None else self.gradients(f, args, kwargs)
+            return None if done is None else done[1]
+        recursive = self.found_fused[6]
+        gradient_mode.enter(recursive)
+        try:
+            cotangents = fused(*args, **kwargs) if kwargs else fused(*args)
+        finally:
+            gradient_mode.leave(recursive)
+        return structure.plain_gradients(args, cotangents, self.positions, None)
+
+    def _found(self, f, floats, args, fused):
+        """Look `f` up again: whether it has a rule, and its forward function (or fused
+        gradient) for arguments with Python floats at `floats` (compiled again if a name it
+        resolved was rebound)."""
         version = registry.version
         if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
             return None
-        generated = forward(f, self.positions, args=args)  # specialised on the floats among `args`
+        if fused:
+            try:
+                generated = pipeline.gradient_function(f, self.positions, floats)
+            except TransformError:  # the forward function's path refuses it, saying more (`forward`)
+                generated = None
+            if generated is None:
+                self.unfused = f.__code__
+                return False
+        else:
+            generated = forward(f, self.positions, args=args)  # specialised on the floats among `args`
         if generated.__adjoint_updates__:  # the general path checks the arguments' memory
             return None
-        self.found = (
+        found = (
             version, generated.__adjoint_code__, floats, generated.__adjoint_bound__, f.__defaults__, generated,
             may_recurse(generated),
         )
+        if fused:
+            self.found_fused = found
+        else:
+            self.found = found
         return generated
 
 
