@@ -334,6 +334,24 @@ def test_recursion_as_deep_as_plain_python():
     assert adjoint.grad(power)(1.0, depth) == pytest.approx(depth + 1)
 
 
+def test_grad_runs_one_fused_function_and_value_and_grad_the_forward_function_and_pullback(monkeypatch):
+    from adjoint.compiler import pipeline
+
+    made = []
+    for kind in ("forward_function", "gradient_function"):
+        original = getattr(pipeline, kind)
+        monkeypatch.setattr(pipeline, kind, lambda *a, _o=original, _k=kind, **k: made.append(_k) or _o(*a, **k))
+
+    def sin_dot(x, y):
+        return np.sum(np.sin(x) * y)
+
+    np.testing.assert_allclose(adjoint.grad(sin_dot)(X, Y), np.cos(X) * Y)
+    assert made == ["gradient_function"]
+    value, g = adjoint.value_and_grad(sin_dot)(X, Y)
+    assert made == ["gradient_function", "forward_function"]
+    np.testing.assert_allclose(g, np.cos(X) * Y)
+
+
 def test_only_code_that_calls_differentiated_functions_raises_the_recursion_limit(monkeypatch):
     raised = []
     monkeypatch.setattr(sys, "setrecursionlimit", lambda n: raised.append(n))
