@@ -46,6 +46,17 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     return node
 
 
+def extremum_method(call, arrays) -> str | None:
+    """"max" or "min" if `call` is `np.max(x, ...)`/`np.min(x, ...)` (or `amax`, `amin`) that
+    may be called as `x`'s method (`x` among `arrays`, only `axis` and `keepdims` given).
+    Forward mode takes a max's tangent from `np.max` inline, from a method at run time: `fuse`
+    asks for the max it holds constant, whose tangent is never taken."""
+    return _EXTREMA.get(id(_function(call))) if _as_method(call, arrays) else None
+
+
+_EXTREMA = {id(np.max): "max", id(np.amax): "max", id(np.min): "min", id(np.amin): "min"}
+
+
 def array_names(node) -> set[str]:
     """The names `node` (with what is nested in it) binds once, to a NumPy array or scalar.
 

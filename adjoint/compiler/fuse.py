@@ -37,6 +37,7 @@ import gast
 
 from .. import arguments
 from . import annotations as anno
+from . import array_methods
 from . import syntax
 from .context import Context
 
@@ -127,6 +128,7 @@ def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> None:
     for stmt in syntax.statements(forward + backward):
         for name in syntax.stored_names(stmt) if not syntax.bodies(stmt) else ():
             definitions[name].append(stmt)
+    arrays = array_methods.array_names(gast.Module(body=forward + backward, type_ignores=[]))
     for shift, statements in cancelling.items():
         cancelled_reads = sum(1 for s in statements for n in syntax.walk(s) if isinstance(n, gast.Name) and n.id == shift
                               and isinstance(n.ctx, gast.Load))
@@ -138,4 +140,8 @@ def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> None:
         if getattr(anno.get(call, anno.CALLEE), "method", False) and isinstance(call.func, gast.Attribute):
             call.func.value = syntax.call(held, [call.func.value])  # `z.max(axis=1, keepdims=True)`
         elif call.args:
-            call.args[0] = syntax.call(held, [call.args[0]])
+            method = array_methods.extremum_method(call, arrays)
+            if method:  # `stop_gradient(z).max(axis=1, keepdims=True)`: no `np.max` dispatch
+                call.func = gast.Attribute(value=syntax.call(held, [call.args.pop(0)]), attr=method, ctx=gast.Load())
+            else:
+                call.args[0] = syntax.call(held, [call.args[0]])
