@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import inspect
 import textwrap
+import types
 import weakref
 
 import gast
@@ -277,6 +278,9 @@ def _hashable_keyword_defaults(callee) -> tuple[tuple[str, object], ...]:
 
 
 def _signature_defaults(callee) -> list[tuple[str, object]]:
+    written = _text_signature_defaults(callee)
+    if written is not None:
+        return written
     try:
         parameters = inspect.signature(callee).parameters.values()
     except (TypeError, ValueError):
@@ -288,6 +292,38 @@ def _signature_defaults(callee) -> list[tuple[str, object]]:
 
 
 _NO_DEFAULT = object()
+
+
+def _text_signature_defaults(callee) -> list[tuple[str, object]] | None:
+    """`_signature_defaults` of a builtin (`np.concatenate`) read from its `__text_signature__`
+    with `ast`, as `inspect.signature` reads it, but without tokenizing it (the tokenizer's
+    patterns cost more to compile, once per process, than planning a rule); None where the text
+    is not plain Python (`$self`) or a default is not a literal: `inspect` reads those."""
+    try:  # the function `inspect.signature` reads the text of: NumPy's dispatcher wraps it
+        function = inspect.unwrap(callee, stop=lambda f: hasattr(f, "__signature__"))
+    except ValueError:
+        return None
+    if not isinstance(function, types.BuiltinFunctionType) or hasattr(function, "__signature__"):
+        return None
+    text = function.__text_signature__
+    if not isinstance(text, str) or "$" in text:
+        return None
+    try:
+        args = ast.parse(f"def _{text}: pass").body[0].args
+        positional = args.posonlyargs + args.args
+        first_default = len(positional) - len(args.defaults)
+        found = [
+            (a.arg, ast.literal_eval(args.defaults[i - first_default]) if i >= first_default else _NO_DEFAULT)
+            for i, a in enumerate(positional)
+        ]
+        found += [(args.vararg.arg, _NO_DEFAULT)] if args.vararg else []
+        found += [
+            (a.arg, _NO_DEFAULT if d is None else ast.literal_eval(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+        ]
+        found += [(args.kwarg.arg, _NO_DEFAULT)] if args.kwarg else []
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+    return [(name, value if value is _NO_DEFAULT or _is_simple(value) else _NO_DEFAULT) for name, value in found]
 
 
 def _is_simple(value) -> bool:

@@ -82,11 +82,19 @@ def certain_numbers(body, params: set[str], items: bool = True) -> set[str]:
     for stmt in statements:
         definitions.setdefault(stmt.targets[0].id, []).append(stmt.value)
     certain = set(params) | set(definitions)
-    while True:
-        doubtful = {n for n, values in definitions.items() if n in certain and not all(_makes_number(v, certain, items) for v in values)}
-        if not doubtful:
-            return certain
-        certain -= doubtful
+    readers: dict[str, set] = {}  # the names whose definitions read a name
+    for name, values in definitions.items():
+        for value in values:
+            for read in syntax.load_names(value):
+                readers.setdefault(read, set()).add(name)
+    # a name doubted makes doubtful only the names read from it: look at those again, not at all
+    todo = list(definitions)
+    while todo:
+        name = todo.pop()
+        if name in certain and not all(_makes_number(v, certain, items) for v in definitions[name]):
+            certain.discard(name)
+            todo.extend(readers.get(name, ()))
+    return certain
 
 
 _GENERATED_NUMBERS: dict[str, frozenset] = {}  # generated file -> the primal names `reverse` knew as numbers

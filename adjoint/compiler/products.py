@@ -87,10 +87,13 @@ def _absorb(body, pullback, products, alias, helpers) -> None:
     while index < len(body):
         stmt = body[index]
         summed = _summed_product(stmt, products, alias)
-        if summed is not None and _read_only_by_helpers(pullback, stmt.targets[0].id, products[summed.args[1].id], helpers):
-            stmt.value = summed.args[0]  # `p_bar = g`
-            if _propagate(body, index, pullback):
-                continue  # (the statement is gone: the next one is at `index`)
+        if summed is not None:
+            bar = stmt.targets[0].id
+            uses = _uses(pullback, bar, products[summed.args[1].id], helpers)  # (one walk for both questions)
+            if uses is not None:
+                stmt.value = summed.args[0]  # `p_bar = g`
+                if _propagate(body, index, uses - _count(summed, bar)):
+                    continue  # (the statement is gone: the next one is at `index`)
         index += 1
 
 
@@ -105,17 +108,20 @@ def _summed_product(stmt, products, alias):
     return value if isinstance(summed, gast.Name) and summed.id in products else None
 
 
-def _read_only_by_helpers(pullback, bar, operands, helpers) -> bool:
-    """Whether every read of `bar` in the pullback is the cotangent of a matrix product helper
-    of the product of `operands`."""
-    allowed = set()
+def _uses(pullback, bar, operands, helpers):
+    """How many times the pullback names `bar` (assigned or read), if every read of it is the
+    cotangent of a matrix product helper of the product of `operands`; else None."""
+    allowed, reads, uses = set(), [], 0
     for current in syntax.walk(pullback):
-        if isinstance(current, gast.Call) and syntax.dotted(current.func) in helpers and _helps(current, bar, operands):
+        kind = type(current)
+        if kind is gast.Name:
+            if current.id == bar:
+                uses += 1
+                if isinstance(current.ctx, gast.Load):
+                    reads.append(id(current))
+        elif kind is gast.Call and syntax.dotted(current.func) in helpers and _helps(current, bar, operands):
             allowed.add(id(current.args[0]))
-    return all(
-        id(current) in allowed for current in syntax.walk(pullback)
-        if isinstance(current, gast.Name) and current.id == bar and isinstance(current.ctx, gast.Load)
-    )
+    return uses if all(read in allowed for read in reads) else None
 
 
 def _helps(call, bar, operands) -> bool:
@@ -126,7 +132,7 @@ def _helps(call, bar, operands) -> bool:
     )
 
 
-def _propagate(body, index, pullback) -> bool:
+def _propagate(body, index, uses) -> bool:
     """Replace the reads of `p_bar` by `g` for `body[index]`, `p_bar = g` (two names), and drop it,
     where that changes nothing: `p_bar` is assigned there only and read only by later simple
     statements of `body`, before any of them rebinds `g`. Whether it did."""
@@ -134,10 +140,9 @@ def _propagate(body, index, pullback) -> bool:
     bar, passed = stmt.targets[0].id, stmt.value
     if not isinstance(passed, gast.Name) or passed.id == bar:
         return False
-    uses = [n for n in syntax.walk(pullback) if isinstance(n, gast.Name) and n.id == bar]
     readers = [j for j in range(index + 1, len(body)) if bar in syntax.load_names(body[j])]
     reads_there = sum(_count(body[j], bar) for j in readers)
-    if len(uses) != 1 + reads_there:  # assigned once, and read nowhere else
+    if uses != 1 + reads_there:  # assigned once, and read nowhere else
         return False
     if not readers or any(syntax.bodies(body[j]) or not isinstance(body[j], (gast.Assign, gast.Expr)) for j in readers):
         return False

@@ -5,7 +5,8 @@ generated code work too) and picks the `def` or `lambda` by its code object's fi
 name and, for lambdas sharing a line, column. This avoids `inspect.getsource`'s pitfalls:
 dedenting methods with multi-line strings, lambdas sharing a statement, decorators. A file is
 parsed once per text (`linecache` is asked to check the file first, so a file edited and
-reloaded is read again), and each function gets a copy of its part of the tree.
+reloaded is read again), and each function gets its part of the tree converted to gast (only
+that part: converting a whole module would cost more than parsing it).
 
 Guarantees: the returned `FunctionDef` (a lambda is rewritten into one returning its body)
 is a private copy whose statements carry `ORIGIN` annotations, and its parameter names match
@@ -14,6 +15,7 @@ the code object that runs (or an error says the file changed since it was import
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import inspect
@@ -61,7 +63,7 @@ def get_source(fn) -> FunctionSource:
             f"adjoint cannot find `{fn.__qualname__}` in {code.co_filename} at line "
             f"{code.co_firstlineno}: was the file edited after it was imported? Reload it."
         )
-    node = _as_function(syntax.copy_node(node))  # (the copy keeps the origins `_parse_lines` gave)
+    node = _as_function(_converted(node))
     _mangle_private_attributes(node, getattr(fn, "__qualname__", ""))
     _check_parameters(node, code, fn)
     _check_unchanged(code, fn, tuple(lines))
@@ -128,22 +130,28 @@ def _code_of(fn) -> types.CodeType:
 
 
 @functools.lru_cache(maxsize=64)
-def _parse_lines(filename: str, lines: tuple[str, ...]) -> gast.Module:
-    """The file's tree, every statement annotated with its `ORIGIN`; parsed once per text of the
-    file (functions get copies)."""
+def _parse_lines(filename: str, lines: tuple[str, ...]) -> ast.Module:
+    """The file's standard library tree, parsed once per text of the file; never changed (each
+    function converts its own part, `_converted`)."""
     try:
-        module = syntax.parse("".join(lines))
+        return syntax.parse_stdlib("".join(lines))
     except SyntaxError as error:
         raise AdjointError(f"adjoint cannot parse {filename}: {error}") from None
-    for stmt in syntax.walk(module):
+
+
+def _converted(node) -> gast.AST:
+    """The gast tree of a function's `ast` node (a new tree: the function's private copy), every
+    statement annotated with its `ORIGIN`."""
+    converted = syntax.from_stdlib(node)
+    for stmt in syntax.walk(converted):
         if isinstance(stmt, gast.stmt):
             anno.set_(stmt, anno.ORIGIN, stmt.lineno)
-    return module
+    return converted
 
 
 def _find(module, code):
     candidates = [node for node in _by_line(module).get(code.co_firstlineno, ()) if (
-        code.co_name == "<lambda>" if isinstance(node, gast.Lambda) else node.name == code.co_name
+        code.co_name == "<lambda>" if isinstance(node, ast.Lambda) else node.name == code.co_name
     )]
     if len(candidates) > 1:
         candidates = _by_position(candidates, code) or candidates
@@ -156,12 +164,12 @@ def _by_line(module) -> dict:
     index = getattr(module, "_adjoint_functions", None)
     if index is None:
         index = {}
-        for node in syntax.walk(module):
-            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        for node in syntax.walk(module):  # (faster than `ast.walk`; a `global`'s names come along as strings)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
                 for line in {first, node.lineno}:
                     index.setdefault(line, []).append(node)
-            elif isinstance(node, gast.Lambda):
+            elif isinstance(node, ast.Lambda):
                 index.setdefault(node.lineno, []).append(node)
         module._adjoint_functions = index
     return index
@@ -213,8 +221,8 @@ def _check_unchanged(code, fn, lines):
 
 @functools.lru_cache(maxsize=64)
 def _compile_lines(filename, lines):
-    try:
-        return compile("".join(lines), filename, "exec", dont_inherit=True)
+    try:  # (from the tree `_parse_lines` made of the same text: the same code, without parsing it again)
+        return compile(_parse_lines(filename, lines), filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None
 

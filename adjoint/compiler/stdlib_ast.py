@@ -29,43 +29,63 @@ def to_gast(node):
         return [to_gast(n) for n in node]
     if not isinstance(node, ast.AST):
         return node
+    return _to_gast(node)
+
+
+def _to_gast(node):
+    """`to_gast` of a node: most copy their fields as they are; the few gast writes differently
+    are looked up once per class (a chain of checks on every node costs as much as the copy)."""
     kind = type(node)
-    if kind is ast.Name:
-        new = gast.Name(id=node.id, ctx=to_gast(node.ctx), annotation=None, type_comment=None)
-    elif kind is ast.arg:
-        new = gast.Name(
-            id=node.arg, ctx=gast.Param(), annotation=to_gast(node.annotation), type_comment=node.type_comment,
-        )
-    elif kind is ast.ExceptHandler and node.name:
-        name = gast.Name(id=node.name, ctx=gast.Store(), annotation=None, type_comment=None)
-        new = gast.ExceptHandler(type=to_gast(node.type), name=name, body=to_gast(node.body))
-    elif kind.__name__ in _GAST_SPECIAL:
-        return gast.ast_to_gast(node)  # (type parameters on Python 3.12: rare enough to leave to gast)
-    else:
-        target = _gast_classes.get(kind) or _gast_class(kind)
-        new = target.__new__(target)
-        converted = new.__dict__  # (where a node's constructor puts its fields too)
-        for key, value in node.__dict__.items():  # its fields and its position, as the parser set them
-            converted[key] = to_gast(value) if type(value) is list or isinstance(value, ast.AST) else value
-        if not _TYPE_PARAMS_IN_AST and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            new.type_params = []
-        return new
-    for attribute in node._attributes:
-        if hasattr(node, attribute):
-            setattr(new, attribute, getattr(node, attribute))
+    special = _SPECIAL_TO_GAST.get(kind)
+    if special is not None:
+        new = special(node)
+        if new is not None:
+            for attribute in node._attributes:
+                if hasattr(node, attribute):
+                    setattr(new, attribute, getattr(node, attribute))
+            return new
+    target = _gast_classes.get(kind) or _gast_class(kind)
+    new = target.__new__(target)
+    converted = new.__dict__  # (where a node's constructor puts its fields too)
+    for key, value in node.__dict__.items():  # its fields and its position, as the parser set them
+        if type(value) is list:
+            value = [_to_gast(v) if isinstance(v, _AST) else v for v in value]  # (no field holds lists of lists)
+        elif isinstance(value, _AST):
+            value = _to_gast(value)
+        converted[key] = value
+    if kind in _GAINS_TYPE_PARAMS:
+        new.type_params = []
     return new
 
 
+_AST = ast.AST
+
+
+def _name_to_gast(node):
+    return gast.Name(id=node.id, ctx=_to_gast(node.ctx), annotation=None, type_comment=None)
+
+
+def _arg_to_gast(node):
+    return gast.Name(id=node.arg, ctx=gast.Param(), annotation=to_gast(node.annotation), type_comment=node.type_comment)
+
+
+def _handler_to_gast(node):
+    if not node.name:
+        return None  # (as any other node)
+    name = gast.Name(id=node.name, ctx=gast.Store(), annotation=None, type_comment=None)
+    return gast.ExceptHandler(type=to_gast(node.type), name=name, body=to_gast(node.body))
+
+
+_SPECIAL_TO_GAST = {ast.Name: _name_to_gast, ast.arg: _arg_to_gast, ast.ExceptHandler: _handler_to_gast}
+if sys.version_info[:2] == (3, 12):  # type parameters, converted their own way on this Python only: left to gast
+    _SPECIAL_TO_GAST.update({getattr(ast, kind): gast.ast_to_gast for kind in ("TypeVar", "TypeVarTuple", "ParamSpec")})
+_GAINS_TYPE_PARAMS = () if _TYPE_PARAMS_IN_AST else (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _gast_classes: dict[type, type] = {}
 
 
 def _gast_class(kind) -> type:
     found = _gast_classes[kind] = getattr(gast, kind.__name__)
     return found
-
-
-# Nodes gast converts its own way on this Python only.
-_GAST_SPECIAL = {"TypeVar", "TypeVarTuple", "ParamSpec"} if sys.version_info[:2] == (3, 12) else set()
 
 
 def to_ast(node):
@@ -79,30 +99,72 @@ def to_ast(node):
         return [to_ast(n) for n in node]
     if not isinstance(node, gast.AST):
         return node
+    return _to_ast(node)
+
+
+def _to_ast(node):
+    """`to_ast` of a node, its class's conversion looked up once (as in `_to_gast`)."""
     kind = type(node)
-    if kind is gast.Name:
-        return ast.Name(id=node.id, ctx=_shared(type(node.ctx)))
-    if kind is gast.Constant and _negative(node.value):  # a folded `-2.0`: `(-2.0) ** 0.5`, not `-2.0 ** 0.5`
-        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-node.value))
-    if kind is gast.arguments:
-        return ast.arguments(
-            posonlyargs=[_arg(a) for a in node.posonlyargs], args=[_arg(a) for a in node.args],
-            vararg=_arg(node.vararg), kwonlyargs=[_arg(a) for a in node.kwonlyargs],
-            kw_defaults=to_ast(node.kw_defaults), kwarg=_arg(node.kwarg), defaults=to_ast(node.defaults),
-        )
-    if kind is gast.ExceptHandler and node.name is not None:
-        new = ast.ExceptHandler(type=to_ast(node.type), name=node.name.id, body=to_ast(node.body))
-    elif kind is gast.Assign:
-        new = ast.Assign(targets=to_ast(node.targets), value=to_ast(node.value))  # (no type comment, as gast)
-    else:
-        target, fields = _stdlib_class(kind)
-        if not fields and not issubclass(target, ast.stmt):
-            return _shared(kind)
-        state = node.__dict__
-        new = target(**{f: to_ast(state.get(f)) for f in fields})
-    if isinstance(new, ast.stmt):
+    special = _SPECIAL_TO_AST.get(kind)
+    if special is not None:
+        new = special(node)
+        if new is not None:
+            return new
+    target, fields, statement = _stdlib_classes.get(kind) or _stdlib_class(kind)
+    if not fields and not statement:
+        return _shared(kind)
+    new = target.__new__(target)
+    converted = new.__dict__  # (where its constructor would put the fields)
+    state = node.__dict__
+    for field in fields:
+        value = state.get(field)
+        if type(value) is list:
+            value = [_to_ast(v) if isinstance(v, _GAST) else v for v in value]  # (no field holds lists of lists)
+        elif isinstance(value, _GAST):
+            value = _to_ast(value)
+        converted[field] = value
+    if statement:
         new.lineno = getattr(node, "lineno", 0)  # what the unparser looks type comments up by
     return new
+
+
+_GAST = gast.AST
+
+
+def _name_to_ast(node):
+    return ast.Name(id=node.id, ctx=_shared(type(node.ctx)))
+
+
+def _constant_to_ast(node):
+    if not _negative(node.value):
+        return None  # (as any other node)
+    return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-node.value))  # a folded `-2.0`: `(-2.0) ** 0.5`
+
+
+def _arguments_to_ast(node):
+    return ast.arguments(
+        posonlyargs=[_arg(a) for a in node.posonlyargs], args=[_arg(a) for a in node.args],
+        vararg=_arg(node.vararg), kwonlyargs=[_arg(a) for a in node.kwonlyargs],
+        kw_defaults=to_ast(node.kw_defaults), kwarg=_arg(node.kwarg), defaults=to_ast(node.defaults),
+    )
+
+
+def _handler_to_ast(node):
+    if node.name is None:
+        return None
+    return ast.ExceptHandler(type=to_ast(node.type), name=node.name.id, body=to_ast(node.body))
+
+
+def _assign_to_ast(node):
+    new = ast.Assign(targets=to_ast(node.targets), value=to_ast(node.value))  # (no type comment, as gast)
+    new.lineno = getattr(node, "lineno", 0)
+    return new
+
+
+_SPECIAL_TO_AST = {
+    gast.Name: _name_to_ast, gast.Constant: _constant_to_ast, gast.arguments: _arguments_to_ast,
+    gast.ExceptHandler: _handler_to_ast, gast.Assign: _assign_to_ast,
+}
 
 
 def _negative(value) -> bool:
@@ -126,11 +188,12 @@ _instances: dict[type, ast.AST] = {}
 
 
 def _stdlib_class(kind) -> tuple:
-    """The `ast` class of gast class `kind`, and its fields (gast's extra ones are dropped)."""
+    """The `ast` class of gast class `kind`, its fields (gast's extra ones are dropped), and
+    whether it is a statement."""
     found = _stdlib_classes.get(kind)
     if found is None:
         target = getattr(ast, kind.__name__)
-        found = _stdlib_classes[kind] = (target, target._fields)
+        found = _stdlib_classes[kind] = (target, target._fields, issubclass(target, ast.stmt))
     return found
 
 

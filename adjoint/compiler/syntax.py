@@ -19,6 +19,7 @@ from .traversal import (  # noqa: F401 (the passes reach them as `syntax.walk`, 
 )
 
 LOAD, STORE = gast.Load, gast.Store
+_Name, _Assign = gast.Name, gast.Assign
 
 
 _SYMBOLS = {
@@ -38,13 +39,32 @@ def parse(text: str) -> gast.Module:
     return stdlib_ast.to_gast(ast.parse(text))
 
 
+def parse_stdlib(text: str) -> ast.Module:
+    """Parse Python source into the standard library's tree, to convert only the part of it
+    that is wanted (`from_stdlib`)."""
+    return ast.parse(text)
+
+
+def from_stdlib(node):
+    """The gast tree of a standard library tree `node` (a new tree, with its positions).
+
+    >>> unparse(from_stdlib(parse_stdlib("y = f(x)").body[0]))
+    'y = f(x)'
+    """
+    return stdlib_ast.to_gast(node)
+
+
 def unparse(node) -> str:
     """Python source for a gast node."""
     return ast.unparse(stdlib_ast.to_ast(node))
 
 
 def name(identifier: str, ctx=LOAD) -> gast.Name:
-    return gast.Name(id=identifier, ctx=ctx(), annotation=None, type_comment=None)
+    # the node gast's constructor makes, without its call in Python: passes make thousands
+    node = _Name.__new__(_Name)
+    fields = node.__dict__
+    fields["id"], fields["ctx"], fields["annotation"], fields["type_comment"] = identifier, ctx.__new__(ctx), None, None
+    return node
 
 
 def store(identifier: str) -> gast.Name:
@@ -117,7 +137,10 @@ def list_(elts) -> gast.List:
 def assign(target, value) -> gast.Assign:
     if isinstance(target, str):
         target = store(target)
-    return gast.Assign(targets=[target], value=value, type_comment=None)
+    node = _Assign.__new__(_Assign)  # (as in `name`)
+    fields = node.__dict__
+    fields["targets"], fields["value"], fields["type_comment"] = [target], value, None
+    return node
 
 
 def returns(value) -> gast.Return:
@@ -230,12 +253,17 @@ def statements(body):
     while it is walked is walked as it is when reached, as by nested `for` loops.)"""
     todo = [iter(body)]  # the bodies being walked, innermost last
     while todo:
-        stmt = next(todo[-1], None)
-        if stmt is None:
+        for stmt in todo[-1]:
+            yield stmt
+            fields = _BODIES_LAST_FIRST.get(type(stmt))
+            if fields is not None:
+                todo.extend([iter(getattr(stmt, field)) for field in fields])
+                break  # (on with its first body; this one resumes after it)
+        else:
             todo.pop()
-            continue
-        yield stmt
-        todo.extend(iter(nested) for nested in reversed(bodies(stmt)))
+
+
+_BODIES_LAST_FIRST = {kind: tuple(reversed(fields)) for kind, fields in _BODIES.items()}
 
 
 def is_break_check(stmt) -> bool:

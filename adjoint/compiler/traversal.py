@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gast
 
-_Name, _Load, _Store, _FunctionDef, _Lambda = gast.Name, gast.Load, gast.Store, gast.FunctionDef, gast.Lambda
+_AST, _Name, _Load, _Store, _FunctionDef, _Lambda = gast.AST, gast.Name, gast.Load, gast.Store, gast.FunctionDef, gast.Lambda
 _LEAF_TYPES = (str, int, bool, object, list[str])  # as gast declares its fields (`_field_types`)
 _child_fields_of: dict[type, tuple[str, ...]] = {}
 _fields_of_class: dict[type, tuple[tuple[str, bool], ...]] = {}
@@ -74,8 +74,20 @@ def walk(node) -> list:
     ['Expr', 'Name', 'Load']
     """
     found = [node]
+    append, extend, fields_of = found.append, found.extend, _child_fields_of
     for current in found:  # (grows while it is read: breadth first)
-        _add_children(current, found)
+        fields = fields_of.get(type(current))
+        if fields is None:
+            fields = _child_fields(type(current))
+        state = current.__dict__ if fields else None  # (where a node keeps its fields)
+        for field in fields:  # `_add_children`, inlined: walks are the passes' hottest loop
+            value = state.get(field)
+            if value is None:
+                continue
+            if type(value) is list:
+                extend(value if None not in value else [v for v in value if isinstance(v, _AST)])
+            elif isinstance(value, _AST):
+                append(value)
     return found
 
 
@@ -87,14 +99,26 @@ def load_names(node) -> set[str]:
     """
     names = set()
     todo = [node]
+    append, fields_of = todo.append, _child_fields_of
     for current in todo:  # (grows while it is read: every node once)
-        if type(current) is _Name:  # its context is a leaf: skip it
+        cls = type(current)
+        if cls is _Name:  # its context is a leaf: skip it
             if type(current.ctx) is _Load:
                 names.add(current.id)
             if current.annotation is not None:
-                todo.append(current.annotation)
+                append(current.annotation)
             continue
-        _add_parts(current, todo)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _child_fields(cls)
+        if fields:  # `_add_parts`, inlined
+            state = current.__dict__
+            for field in fields:
+                value = state.get(field)
+                if type(value) is list:
+                    todo += value
+                elif value is not None:
+                    append(value)
     return names
 
 
@@ -122,28 +146,31 @@ def _copy(node, mapping):
     """`copy_node`, replacing the names in `mapping` on the way (see `substitute`)."""
     if type(node) is list:
         return [_copy(n, mapping) for n in node]
-    if not isinstance(node, gast.AST):
+    if not isinstance(node, _AST):
         return node
-    if mapping is not None and type(node) is _Name:
+    cls = type(node)
+    if cls is _Name and mapping is not None:
         if node.id in mapping:
             return _replacement(node, mapping[node.id])
         mapping = None  # (a parameter's annotation keeps its names)
-    cls = type(node)
     state = node.__dict__
     new = cls.__new__(cls)
     copied = new.__dict__  # (where a node's constructor puts its fields too)
     for field, holds_nodes in _fields_of_class.get(cls) or _fields_of(cls):
         value = state.get(field)
-        if holds_nodes and value is not None:
-            value = _copy(value, mapping)
-        elif type(value) is list:
-            value = list(value)
+        if value is not None:
+            if type(value) is list:
+                value = [_copy(v, mapping) for v in value] if holds_nodes else list(value)
+            elif holds_nodes:
+                value = _copy(value, mapping)
         copied[field] = value
-    for attribute in _POSITION:
-        if attribute in state:
-            copied[attribute] = state[attribute]
-    if "_adjoint" in state:
-        copied["_adjoint"] = dict(state["_adjoint"])
+    if "lineno" in state:  # (nodes passes build have no position)
+        for attribute in _POSITION:
+            if attribute in state:
+                copied[attribute] = state[attribute]
+    annotations = state.get("_adjoint")
+    if annotations is not None:
+        copied["_adjoint"] = dict(annotations)
     return new
 
 
@@ -185,20 +212,31 @@ def stored_names(node) -> set[str]:
         return {node.name}
     names = set()
     todo = [node]
+    append, fields_of = todo.append, _child_fields_of
     for current in todo:
         cls = type(current)
         if cls is _Name:
             if type(current.ctx) is _Store:
                 names.add(current.id)
             if current.annotation is not None:
-                todo.append(current.annotation)
+                append(current.annotation)
         elif current is not node and (cls is _FunctionDef or cls is _Lambda):
             if cls is _FunctionDef:
                 names.add(current.name)
                 todo.extend(current.decorator_list)
             todo.extend(default_values(current))
         else:
-            _add_parts(current, todo)
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = _child_fields(cls)
+            if fields:  # `_add_parts`, inlined
+                state = current.__dict__
+                for field in fields:
+                    value = state.get(field)
+                    if type(value) is list:
+                        todo += value
+                    elif value is not None:
+                        append(value)
     return names
 
 
