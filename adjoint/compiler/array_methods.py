@@ -71,15 +71,28 @@ def array_names(node) -> set[str]:
             stores[leaf.id] += 1
         elif isinstance(leaf, gast.Assign) and len(leaf.targets) == 1 and isinstance(leaf.targets[0], gast.Name):
             values[leaf.targets[0].id] = leaf.value
+    values = {name: value for name, value in values.items() if stores[name] == 1}
+    readers: dict[str, list] = {}  # name -> the names whose values read it
+    for name, value in values.items():
+        for read in _operand_names(value):
+            readers.setdefault(read, []).append(name)
     arrays: set[str] = set()
-    while True:  # a value may be read before, in a loop, what binds it: to a fixed point
-        found = {
-            name for name, value in values.items()
-            if stores[name] == 1 and name not in arrays and _makes_array(value, arrays)
-        }
-        if not found:
-            return arrays
-        arrays |= found
+    todo = list(values)
+    while todo:  # a value may be read before, in a loop, what binds it: what a new array reaches, again
+        name = todo.pop()
+        if name not in arrays and _makes_array(values[name], arrays):
+            arrays.add(name)
+            todo.extend(readers.get(name, ()))
+    return arrays
+
+
+def _operand_names(value) -> list:
+    """The names whose array-ness `_makes_array` reads in `value`."""
+    if isinstance(value, gast.BinOp):
+        return [side.id for side in (value.left, value.right) if isinstance(side, gast.Name)]
+    if isinstance(value, gast.UnaryOp) and isinstance(value.operand, gast.Name):
+        return [value.operand.id]
+    return []
 
 
 def _makes_array(value, arrays) -> bool:

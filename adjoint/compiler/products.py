@@ -49,8 +49,9 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     if products:
         helpers = tuple(f"{ctx.runtime_alias}.{h}" for h in _HELPERS)
         bodies = [pullback.body] + [b for s in syntax.statements(pullback.body) for b in syntax.bodies(s)]
+        index = _Index(pullback, helpers)
         for body in bodies:
-            _absorb(body, pullback, products, ctx.runtime_alias, helpers)
+            _absorb(body, index, products, ctx.runtime_alias)
         loops.drop_unread(node, pullback)
     return node
 
@@ -81,18 +82,19 @@ def _operands(value):
     return tuple(p.id for p in parts) if len(parts) == 2 and all(isinstance(p, gast.Name) for p in parts) else None
 
 
-def _absorb(body, pullback, products, alias, helpers) -> None:
-    """Rewrite the unbroadcasts of products in the statements of `body` (one statement list)."""
+def _absorb(body, names, products, alias) -> None:
+    """Rewrite the unbroadcasts of products in the statements of `body` (one statement list);
+    `names`: the pullback's `_Index`."""
     index = 0
     while index < len(body):
         stmt = body[index]
         summed = _summed_product(stmt, products, alias)
         if summed is not None:
             bar = stmt.targets[0].id
-            uses = _uses(pullback, bar, products[summed.args[1].id], helpers)  # (one walk for both questions)
+            uses = names.uses(bar, products[summed.args[1].id])
             if uses is not None:
-                stmt.value = summed.args[0]  # `p_bar = g`
-                if _propagate(body, index, uses - _count(summed, bar)):
+                stmt.value = summed.args[0]  # `p_bar = g` (no other name's uses changed)
+                if _propagate(body, index, uses - _count(summed, bar), names):
                     continue  # (the statement is gone: the next one is at `index`)
         index += 1
 
@@ -108,32 +110,61 @@ def _summed_product(stmt, products, alias):
     return value if isinstance(summed, gast.Name) and summed.id in products else None
 
 
-def _uses(pullback, bar, operands, helpers):
-    """How many times the pullback names `bar` (assigned or read), if every read of it is the
-    cotangent of a matrix product helper of the product of `operands`; else None."""
-    allowed, reads, uses = set(), [], 0
-    for current in syntax.walk(pullback):
-        kind = type(current)
-        if kind is gast.Name:
-            if current.id == bar:
-                uses += 1
+class _Index:
+    """What the pullback does with each name, found in one walk (again after a rewrite): how
+    many times it names it, where it reads it, and which reads are the cotangent of a matrix
+    product helper, with the helper's operands."""
+
+    def __init__(self, pullback, helpers):
+        self.pullback, self.helpers, self.named = pullback, helpers, None
+
+    def rename(self, node, name) -> None:
+        """`node`, a read of a name, now reads `name`."""
+        if self.named is not None:
+            self._forget(node)
+            node.id = name
+            self.named[name] = self.named.get(name, 0) + 1
+            self.reads.setdefault(name, []).append(id(node))
+        else:
+            node.id = name
+
+    def forget(self, stmt) -> None:
+        """`stmt` is gone from the pullback."""
+        if self.named is not None:
+            for current in syntax.walk(stmt):
+                if type(current) is gast.Name:
+                    self._forget(current)
+
+    def _forget(self, node) -> None:
+        self.named[node.id] -= 1
+        if isinstance(node.ctx, gast.Load):
+            self.reads[node.id].remove(id(node))
+
+    def uses(self, bar, operands):
+        """How many times the pullback names `bar` (assigned or read), if every read of it is
+        the cotangent of a matrix product helper of the product of `operands`; else None."""
+        if self.named is None:
+            self._walk()
+        helped = self.helped
+        reads = self.reads.get(bar, ())
+        return self.named.get(bar, 0) if all(helped.get(read) == operands for read in reads) else None
+
+    def _walk(self) -> None:
+        self.named, self.reads, self.helped = {}, {}, {}
+        for current in syntax.walk(self.pullback):
+            kind = type(current)
+            if kind is gast.Name:
+                self.named[current.id] = self.named.get(current.id, 0) + 1
                 if isinstance(current.ctx, gast.Load):
-                    reads.append(id(current))
-        elif kind is gast.Call and syntax.dotted(current.func) in helpers and _helps(current, bar, operands):
-            allowed.add(id(current.args[0]))
-    return uses if all(read in allowed for read in reads) else None
+                    self.reads.setdefault(current.id, []).append(id(current))
+            elif kind is gast.Call and len(current.args) == 3 and not current.keywords:
+                if syntax.dotted(current.func) in self.helpers and all(isinstance(a, gast.Name) for a in current.args):
+                    self.helped[id(current.args[0])] = (current.args[1].id, current.args[2].id)
 
 
-def _helps(call, bar, operands) -> bool:
-    args = call.args
-    return (
-        len(args) == 3 and not call.keywords and isinstance(args[0], gast.Name) and args[0].id == bar
-        and all(isinstance(arg, gast.Name) and arg.id == operand for arg, operand in zip(args[1:], operands))
-    )
-
-
-def _propagate(body, index, uses) -> bool:
-    """Replace the reads of `p_bar` by `g` for `body[index]`, `p_bar = g` (two names), and drop it,
+def _propagate(body, index, uses, names) -> bool:
+    """Replace the reads of `p_bar` by `g` for `body[index]`, `p_bar = g` (two names), and drop it
+    (keeping `names`, the pullback's `_Index`, up to date),
     where that changes nothing: `p_bar` is assigned there only and read only by later simple
     statements of `body`, before any of them rebinds `g`. Whether it did."""
     stmt = body[index]
@@ -149,7 +180,10 @@ def _propagate(body, index, uses) -> bool:
     if any(passed.id in syntax.stored_names(body[j]) for j in range(index + 1, readers[-1])):
         return False  # (the last reader may rebind `g`: an assignment reads before it binds)
     for j in readers:
-        body[j] = syntax.substitute(body[j], {bar: syntax.name(passed.id)})
+        for current in syntax.walk(body[j]):
+            if type(current) is gast.Name and current.id == bar and isinstance(current.ctx, gast.Load):
+                names.rename(current, passed.id)
+    names.forget(body[index])
     del body[index]
     return True
 
