@@ -22,7 +22,7 @@ import types
 
 import numpy as np
 
-from . import arguments, forwards, frules, implicit, registry, runtime, tree
+from . import arguments, forwards, frules, gradient_jvps, registry, runtime, tree
 from .runtime import structs
 from .runtime.gradient_mode import differentiating
 from .compiler import pipeline
@@ -53,6 +53,11 @@ def jvp(f, primals, tangents):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise AdjointError(f"jvp needs one tangent per primal: got {len(primals)} primals and {len(tangents)} tangents")
+    plain = getattr(f, "__adjoint_plain_jvps__", None)  # a gradient at floats and float arrays: kept cheap
+    if plain is not None:
+        done = plain(primals, tangents)
+        if done is not None:
+            return done
     checked = tuple(_checked_tangent(p, t, i) for i, (p, t) in enumerate(zip(primals, tangents)))
     with forwards.recursion_headroom(), differentiating():
         value, tangent = runtime.jvp(f, primals, checked, outermost=True)
@@ -255,6 +260,8 @@ def gradient_program(forward, seed, args):
 def attach_rules(gradient_function, f, wrt, positions):
     """Give `gradient_function`, which is `adjoint.grad(f, wrt)`, its forward and reverse rules."""
     gradient_function.__adjoint_gradient_of__ = (f, positions)
+    if type(f) is types.FunctionType and all(a < b for a, b in zip(positions, positions[1:])):
+        gradient_function.__adjoint_plain_jvps__ = gradient_jvps.PlainGradientJvps(f, wrt, positions)
     gradient_function.__adjoint_frule__ = functools.partial(_gradient_frule, f, wrt, positions)
     gradient_function.__adjoint_rrule__ = functools.partial(_gradient_rrule, f, wrt, positions)
     return gradient_function
@@ -332,9 +339,9 @@ def _gradient_jvp(f, positions, primals, tangents, closure, captured=(), bound=0
     primals = tuple(primals)
     f = marked(f, "__adjoint_checkpoint_of__", f)  # no memory to save in a second derivative
     if not closure and not captured and type(f) is types.FunctionType:
-        fused = _fused_gradient_jvp(f, positions, primals, tangents)
+        fused = gradient_jvps.fused_gradient_jvp(f, positions, primals, tangents)
         if fused is not None:
-            return fused
+            return _per_argument(f, primals, *fused, 0)
     _refuse_models(f, primals[bound:])  # what a bound method or partial binds is constant
     function, binds, keywords = runtime._unwrapped(f)
     if binds and not keywords:  # a bound method, partial or callable object: what it binds is constant
@@ -380,49 +387,6 @@ def _per_argument(f, primals, cotangents, dcotangents, captured: int):
         None if c is None else runtime.tangent_like(d, c) for c, d in zip(cotangents, dcotangents)
     )
     return cotangents, dcotangents
-
-
-def _fused_gradient_jvp(f, positions, primals, tangents):
-    """`_gradient_jvp` of the plain call of Python function `f` (no rule; floats and real
-    float arrays at `positions` and wherever a tangent moves an argument; no implicit gradient),
-    by one call of the JVP of `f`'s gradient compiled as one function (`pipeline.gradient_function`):
-    None where the call is not plain or `f`'s pullback could not be fused (the general path
-    takes it, and refuses what it must)."""
-    count = len(primals)
-    if count > f.__code__.co_argcount or implicit.collector() is not None:
-        return None  # (an argument for `*args`: its cotangents come as one tuple)
-    floats = moved = ()
-    for i in positions:
-        if i >= count or not _plain_float(primals[i]):
-            return None
-        if type(primals[i]) is float:
-            floats += (i,)
-    for i, tangent in enumerate(tangents):
-        if tangent is not None:
-            if i >= count or not _plain_float(primals[i]):
-                return None
-            moved += (i,)
-    if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:
-        return None
-    if not moved:  # the gradient alone (a reverse rule's value)
-        gradient = pipeline.gradient_function(f, positions, floats)
-        if gradient is None or gradient.__adjoint_updates__:
-            return None
-        with forwards.recursion_headroom():
-            cotangents = gradient(*primals)
-        return _per_argument(f, primals, cotangents, (None,) * len(cotangents), 0)
-    jvp_function = pipeline.gradient_jvp_function(f, positions, floats, moved)
-    if jvp_function is None:
-        return None
-    with forwards.recursion_headroom():
-        cotangents, dcotangents = jvp_function(tuple(tangents[i] for i in moved), *primals)
-    return _per_argument(f, primals, cotangents, dcotangents, 0)
-
-
-def _plain_float(arg) -> bool:
-    """Whether `arg` is a Python float or a real float array (what `forwards.PlainCalls` takes)."""
-    kind = type(arg)
-    return kind is float or kind is np.ndarray and arg.dtype.kind == "f"
 
 
 def _gradient_rrule(f, wrt, positions, *args, closure=False, **kwargs):

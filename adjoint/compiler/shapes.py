@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
+from .. import steering
 from . import annotations as anno
 from . import syntax
 
@@ -215,6 +216,8 @@ def _class_of(value, name, known, once, defined, numbers):
             return PYTHON_NUMBER
         if _member(obj, _PRESERVING) and not value.keywords:
             return _elementwise(value.args, known, defined, fresh)
+        if obj is steering.stop_gradient and len(value.args) == 1 and isinstance(value.args[0], gast.Name):
+            return _operand(value.args[0], known, defined)  # the value itself
         return _reduction(value, obj, known, defined, fresh)
     return fresh
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gast
 
 from . import annotations as anno
-from . import activity, inplace, kinds, loops, resolve, syntax
+from . import activity, inplace, kinds, loops, resolve, shapes, syntax
 from .activity import targets
 from .context import Context
 from .tangent_calls import TangentCalls
@@ -52,6 +52,7 @@ class _Tangent(TangentCalls):
         free = set(getattr(getattr(ctx.fn, "__code__", None), "co_freevars", ()))
         known = ctx.numeric_parameters(params) | (kinds.generated_numbers(ctx.fn) & free)
         self.numbers = kinds.certain_numbers(node.body, known)
+        self.shapes = shapes.classes(node, self.numbers)  # which names share a shape and dtype
         self.names: dict[str, str] = {}
 
     # ---- names ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import frules, registry
 from . import annotations as anno
-from . import inline, resolve, syntax
+from . import inline, resolve, shapes, syntax
 from .calls import _differentiable_keywords_to_positions, _keywords_to_positions, signature_of
 
 _OPERATORS = {
@@ -163,9 +163,19 @@ class TangentCalls:
         # a constant operand (data, or an array made here) may broadcast the tangent's shape:
         # only a literal number certainly does not
         broadcast = len(args) > 1 and any(not self.has_tangent(a) and not isinstance(a, gast.Constant) for a in args)
+        if broadcast and self._shaped_as(target, [a for a in args if self.has_tangent(a)], primitive):
+            broadcast = False  # (`z - m`, `m` a kept max of `z`: `dz` has the shape and dtype of `z - m`)
         if broadcast or id(primitive) in _REAL_VALUED or _may_widen(expression):
             expression = syntax.call(f"{self.alias}.tangent_like", [expression, syntax.name(target)])
         return expression
+
+    def _shaped_as(self, target, moving, primitive) -> bool:
+        """Whether the operands `moving` certainly have the shape and dtype of `target`, the
+        result of elementwise `primitive` (see `shapes`)."""
+        kind = self.shapes.get(target, shapes.OPAQUE)
+        return kind != shapes.OPAQUE and shapes.preserves_dtype(primitive) and all(
+            self.shapes.get(a.id, shapes.OPAQUE) == kind for a in moving
+        )
 
     def _linear(self, rule, value, args, attribute, target):
         """The call again, on the operands' tangents (linear), or once per operand with a

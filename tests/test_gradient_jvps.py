@@ -1,0 +1,79 @@
+"""gradient_jvps: forward mode over a gradient at floats and float arrays runs one generated
+function, found with identity checks, and gives what the general path gives; other calls take
+the general path."""
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint import derivatives, gradient_jvps
+from adjoint.testing import check_grad
+
+rng = np.random.default_rng(0)
+W, x, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 3)), rng.normal(size=(3, 4))
+
+
+def loss(W, x, scale=2.0):
+    return scale * np.sum(np.tanh(x @ W) ** 2)
+
+
+def finite_difference_hvp(W, x, v, eps=1e-6):
+    gradient = adjoint.grad(loss)
+    return (gradient(W + eps * v, x) - gradient(W - eps * v, x)) / (2 * eps)
+
+
+@pytest.fixture
+def general_path(monkeypatch):
+    """Counts the calls that take the general path (the gradient's forward rule)."""
+    calls = []
+    original = derivatives._gradient_frule
+    monkeypatch.setattr(derivatives, "_gradient_frule", lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+def test_a_hessian_vector_product_takes_the_plain_path_and_is_right(general_path):
+    gradient = adjoint.grad(loss)
+    assert isinstance(gradient.__adjoint_plain_jvps__, gradient_jvps.PlainGradientJvps)
+    for _ in range(2):  # (found, then found again)
+        value, product = adjoint.jvp(gradient, (W, x), (v, None))
+        np.testing.assert_allclose(value, gradient(W, x))
+        np.testing.assert_allclose(product, finite_difference_hvp(W, x, v), rtol=1e-6, atol=1e-8)
+    assert general_path == []
+
+
+def test_tuple_wrt_gives_tuples_with_zero_tangents_where_nothing_moves(general_path):
+    gradient = adjoint.grad(loss, wrt=(0, 1))
+    (gW, gx), (dgW, dgx) = adjoint.jvp(gradient, (W, x), (v, None))
+    general = derivatives._gradient_frule(loss, (0, 1), (0, 1), (W, x), (v, None))
+    general_path.clear()
+    for got, expected in zip((gW, gx, dgW, dgx), general[0] + general[1]):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    assert not np.shares_memory(gW, dgW) and not np.shares_memory(gx, dgx)
+    assert general_path == []
+
+
+def test_a_tangent_of_another_precision_takes_the_general_path(general_path):
+    gradient = adjoint.grad(loss)
+    _, product = adjoint.jvp(gradient, (W, x), (v.astype(np.float32), None))
+    np.testing.assert_allclose(product, finite_difference_hvp(W, x, v.astype(np.float32)), rtol=1e-5, atol=1e-6)
+    assert general_path == [1]
+
+
+@pytest.mark.parametrize("tangents, message", [
+    ((np.ones(4), None), "has shape"),
+    ((v, 1.0), "argument 1"),
+])
+def test_tangents_that_do_not_fit_are_refused_as_the_general_path_refuses_them(tangents, message):
+    with pytest.raises(adjoint.AdjointError, match=message):
+        adjoint.jvp(adjoint.grad(loss), (W, x), tangents)
+
+
+def test_python_floats_and_defaults_rebound_after_the_first_call():
+    def cubic(a, b=2.0):
+        return a ** 3 * b
+
+    gradient = adjoint.grad(cubic)
+    assert adjoint.jvp(gradient, (1.5,), (1.0,)) == (pytest.approx(3 * 1.5 ** 2 * 2.0), pytest.approx(6 * 1.5 * 2.0))
+    cubic.__defaults__ = (5.0,)
+    assert adjoint.jvp(gradient, (1.5,), (1.0,))[1] == pytest.approx(6 * 1.5 * 5.0)
+    check_grad(lambda a: adjoint.grad(cubic)(a), 1.5)
