@@ -4,9 +4,10 @@ Assumes: generated code (a forward function with its pullback, or a JVP function
 carry `CALLEE` (the user's calls) or `FOLDABLE` (calls in adjoint's rules).
 Guarantees: `np.sum(x, ...)` and `np.mean(x, ...)`, with at most `axis` and `keepdims`, become
 `x.sum(...)` and `x.mean(...)` where `x` is bound once, to what a NumPy ufunc of one result
-or a matrix product returns, or to arithmetic with such a value on the left (or on the right
-of a number): a NumPy array or scalar (or an array type overriding NumPy's ufuncs), whose own
-method `np.sum` would call, or run as `ndarray.sum` does. (A ufunc of a 0-d object array
+or a matrix product returns, or to arithmetic with such a value on the left (on the right: of
+a number, or a value of floats, which no list takes for a count): a NumPy array or scalar (or
+an array type overriding NumPy's ufuncs), whose own method `np.sum` would call, or run as
+`ndarray.sum` does. (A ufunc of a 0-d object array
 returns the Python object: differentiated code computes with float arrays.) The method skips `np.sum`'s dispatch in Python, which costs more than
 summing a small array. A parameter may be a list or a Python number, which have no such
 methods: its reductions stay as written.
@@ -76,18 +77,22 @@ def array_names(node) -> set[str]:
     for name, value in values.items():
         for read in _operand_names(value):
             readers.setdefault(read, []).append(name)
-    arrays: set[str] = set()
+    kinds: dict[str, str] = {}  # name -> ARRAY or INEXACT (an array or NumPy scalar of floats)
     todo = list(values)
     while todo:  # a value may be read before, in a loop, what binds it: what a new array reaches, again
         name = todo.pop()
-        if name not in arrays and _makes_array(values[name], arrays):
-            arrays.add(name)
+        kind = _kind(values[name], kinds)
+        if kind is not None and kinds.get(name) != kind and kinds.get(name) != INEXACT:
+            kinds[name] = kind
             todo.extend(readers.get(name, ()))
-    return arrays
+    return set(kinds)
+
+
+ARRAY, INEXACT = "array", "inexact"
 
 
 def _operand_names(value) -> list:
-    """The names whose array-ness `_makes_array` reads in `value`."""
+    """The names whose kinds `_kind` reads in `value`."""
     if isinstance(value, gast.BinOp):
         return [side.id for side in (value.left, value.right) if isinstance(side, gast.Name)]
     if isinstance(value, gast.UnaryOp) and isinstance(value.operand, gast.Name):
@@ -95,30 +100,33 @@ def _operand_names(value) -> list:
     return []
 
 
-def _makes_array(value, arrays) -> bool:
+def _kind(value, kinds) -> str | None:
+    """ARRAY or INEXACT if `value` certainly makes a NumPy array or scalar (of floats), else None."""
     if isinstance(value, gast.BinOp) and isinstance(value.op, _ARITHMETIC):
         if isinstance(value.op, gast.MatMult):
-            return True  # lists and Python numbers have no `@`
-        # an array's operator method runs first; on the right, after a number's or an array's
-        # (`[0.5] * n` repeats a list where `n` is a NumPy int)
-        left, right = (_is_array(side, arrays) for side in (value.left, value.right))
-        return left or right and (_is_number(value.left) or left)
+            return ARRAY  # lists and Python numbers have no `@`
+        left, right = kinds.get(getattr(value.left, "id", None)), kinds.get(getattr(value.right, "id", None))
+        if not (left or right == INEXACT or right and _is_number(value.left)):
+            # an array's operator method runs first; on the right, after a number's, or after a
+            # list's: `[0.5] * n` repeats a list where `n` is a NumPy int (a float is no count)
+            return None
+        floats = INEXACT in (left, right) or isinstance(value.op, gast.Div) or _is_number(value.left, float) or (
+            _is_number(value.right, float))
+        return INEXACT if floats else ARRAY
     if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
-        return _is_array(value.operand, arrays)
+        return kinds.get(getattr(value.operand, "id", None))
     if isinstance(value, gast.Call) and value.args:
         function = _function(value)
         if isinstance(function, np.ufunc):
-            return function.nout == 1  # (`np.modf` returns a tuple)
-        return id(function) in _ARRAY_MAKERS
-    return False
+            if function.nout != 1:  # (`np.modf` returns a tuple)
+                return None
+            return INEXACT if all(t[-1] in "efdgFDGO" for t in function.types) else ARRAY
+        return ARRAY if id(function) in _ARRAY_MAKERS else None
+    return None
 
 
-def _is_array(node, arrays) -> bool:
-    return isinstance(node, gast.Name) and node.id in arrays
-
-
-def _is_number(node) -> bool:
-    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
+def _is_number(node, kinds=(int, float)) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) in (kinds if isinstance(kinds, tuple) else (kinds,))
 
 
 def _function(call):

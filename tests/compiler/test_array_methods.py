@@ -84,3 +84,17 @@ def test_values_that_are_not_arrays_keep_np_sum(f):
     x = np.array([0.3, -0.7, 1.1])
     assert np.isclose(adjoint.value_and_grad(f)(x)[0], f(x))
     check_grad(f, x)
+
+
+def weighted(z, y):
+    e = np.exp(z)
+    return np.sum(y * e)  # `e` holds floats: whatever `y` is, `y * e` is an array (or fails)
+
+
+def test_a_parameter_times_an_array_of_floats_is_an_array():
+    assert "weighted_mul.sum()" in adjoint.source(weighted)
+    z = rng.normal(size=3)
+    for y in ([1.0, 2.0, 3.0], 2, rng.normal(size=3)):
+        value, gradient = adjoint.value_and_grad(weighted)(z, y)
+        assert np.isclose(value, weighted(z, y))
+        np.testing.assert_allclose(gradient, np.asarray(y) * np.exp(z))
