@@ -49,14 +49,17 @@ class _Owners:
     object standing for the array; None: not known to be the pullback's own). With `rewrite`
     False it only follows them (a loop body's first reading)."""
 
-    def __init__(self, alias: str, rewrite: bool = True):
+    def __init__(self, alias: str, rewrite: bool = True, reads: dict | None = None):
         self.alias, self.rewrite = alias, rewrite
+        # statement -> the names it reads, asked once: a loop's body is read twice per loop around it
+        # (a statement `block` rewrites is a new one; the one it replaces is not asked again)
+        self.reads: dict = {} if reads is None else reads
         self.tokens: dict[str, object] = {}
         self.handed: set[int] = set()  # arrays given away or shared: never updated in place
         self.copied: set[int] = set()  # arrays another name was bound to: not updated by `+=`
 
     def block(self, body: list, live_out: set) -> None:
-        reads_after = _reads_after(body, live_out)
+        reads_after = self.reads_after(body, live_out)
         for index, stmt in enumerate(body):
             if isinstance(stmt, gast.Assign):
                 new = self.assignment(stmt, reads_after[index])
@@ -165,9 +168,9 @@ class _Owners:
         assigned = set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.body)))
         assigned |= _own_targets(stmt)
         kept = assigned - _bound_otherwise(stmt.body)
-        live = later | set().union(*(syntax.load_names(s) for s in stmt.body)) | _loads(stmt)
+        live = later | set().union(*(self.loads(s) for s in stmt.body)) | _loads(stmt)
         self.forget(assigned - kept)
-        dry = _Owners(self.alias, rewrite=False)
+        dry = _Owners(self.alias, rewrite=False, reads=self.reads)
         dry.tokens, dry.handed, dry.copied = dict(self.tokens), set(self.handed), set(self.copied)
         dry.block(stmt.body, live)
         for name in kept:
@@ -180,6 +183,21 @@ class _Owners:
         self.forget(assigned - kept)
         self.hand_over(gast.Module(body=stmt.orelse, type_ignores=[]))
         self.forget(set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.orelse))))
+
+    def loads(self, stmt) -> set:
+        """The names `stmt` reads (its nested statements' reads too)."""
+        found = self.reads.get(stmt)
+        if found is None:
+            found = self.reads[stmt] = syntax.load_names(stmt)
+        return found
+
+    def reads_after(self, body, live_out: set) -> list:
+        """For each statement of `body`, the names read after it (in `body`, then `live_out`)."""
+        reads, after = set(live_out), []
+        for stmt in reversed(body):
+            after.append(set(reads))
+            reads |= self.loads(stmt)
+        return after[::-1]
 
     def branches(self, stmt, later: set) -> None:
         self.hand_over(stmt.test)
@@ -223,12 +241,3 @@ def _own_targets(stmt) -> set:
 
 def _loads(stmt) -> set:
     return syntax.load_names(getattr(stmt, "iter", None) or getattr(stmt, "test", None) or gast.Pass())
-
-
-def _reads_after(body, live_out: set) -> list:
-    """For each statement of `body`, the names read after it (in `body`, then `live_out`)."""
-    reads, after = set(live_out), []
-    for stmt in reversed(body):
-        after.append(set(reads))
-        reads |= syntax.load_names(stmt)  # (its nested statements' reads too)
-    return after[::-1]

@@ -1,21 +1,23 @@
 """Effects: which calls may update the arrays they are given or reach, for `inplace`.
 
-A call of your own function is asked of its transform (`pipeline.compiled(fn, ())` records the
-parameters it updates in place); a method of an object is judged by its name (`o.step()`,
+A call of your own function is asked of its transform (`pipeline.lower(fn, (), until="inplace")`
+records the parameters it updates in place); a method of an object is judged by its name (`o.step()`,
 `o.update(...)` update; `model.forward(x)` reads); a function you declared non-differentiable,
 whose code adjoint does not read, may update its arguments.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import numpy as np
 
+from .. import registry
 from ..errors import AdjointError, TransformError
 from ..runtime.marks import marked
 from . import annotations as anno
-from . import purity, resolve
+from . import loader, purity, resolve
 
 
 MUTATING_METHODS = {
@@ -72,7 +74,7 @@ def updates_its_arguments(callee):
         return False  # a recursive call: its own check is under way
     _CHECKING.add(code)
     try:
-        return bool(pipeline.compiled(callee.obj, ()).updated_parameters)
+        return _updates_a_parameter(callee.obj, pipeline)
     except TransformError as error:
         # refused for an update it makes (of a global, through a view): it may update ours too
         return True if any("in place" in p.message or "updates `" in p.message for p in error.problems) else None
@@ -83,6 +85,32 @@ def updates_its_arguments(callee):
 
 
 _CHECKING: set = set()  # the code objects whose in-place updates are being checked
+
+
+def _updates_a_parameter(fn, pipeline) -> bool:
+    """Whether `fn`'s transform finds it updating a parameter in place: the passes up to
+    `inplace`, which tells, run once per code (again when a name they resolved was rebound, or
+    a rule registered); the passes after it, and compiling, add nothing to the answer."""
+    if marked(fn, "__adjoint_rrule__", None) is not None:
+        raise AdjointError(f"`{fn.__qualname__}` was made by adjoint")  # (as `pipeline.compile_function`)
+    code = fn.__code__
+    known = _updating.get(id(code))
+    if known is None or known[0] is not code or not loader.still_valid(known[2], fn):
+        _, ctx = pipeline.lower(fn, (), until="inplace")
+        resolved = _Resolved(tuple(ctx.bindings), registry.version)
+        known = _updating[id(code)] = (code, bool(ctx.updated_parameters), resolved)
+    return known[1]
+
+
+@dataclasses.dataclass
+class _Resolved:
+    """What `loader.still_valid` checks of a transform: the names it resolved, the rules' version."""
+
+    bindings: tuple
+    rules_version: int
+
+
+_updating: dict[int, tuple] = {}  # id(code) -> (code, whether it updates a parameter, `_Resolved`)
 
 
 def may_update_globals(call) -> bool:

@@ -42,6 +42,7 @@ from . import syntax
 from .context import Context
 
 _SCOPE_CHANGES = (gast.Global, gast.Nonlocal, gast.Yield, gast.YieldFrom, gast.Await)
+_MADE_IN_SCOPE = (gast.Lambda, gast.ClassDef, gast.AsyncFunctionDef)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef | None:
@@ -92,9 +93,11 @@ def _inlinable(node, forward: list, pullback: gast.FunctionDef) -> bool:
         return False
     if pullback.decorator_list or not pullback.body or not isinstance(pullback.body[-1], gast.Return):
         return False
-    everything = syntax.walk(node)
-    if any(isinstance(n, _SCOPE_CHANGES) for n in everything):
+    kinds = collections.Counter(type(n) for n in syntax.walk(node))
+    if any(kinds[kind] for kind in _SCOPE_CHANGES):
         return False
+    if kinds[gast.Return] == 2 and not any(kinds[kind] for kind in _MADE_IN_SCOPE) and kinds[gast.FunctionDef] == 2:
+        return True  # (the returns: the forward's and the pullback's last; the functions: the forward and its pullback)
     inner = syntax.walk_local(gast.Module(body=pullback.body[:-1], type_ignores=[]))
     outer = syntax.walk_local(gast.Module(body=forward, type_ignores=[]))
     if any(isinstance(n, gast.Return) for n in inner + outer):

@@ -71,6 +71,9 @@ class Plan:
     elementwise: bool = False  # every input broadcasts against every other
     keyword_only: list[str] = dataclasses.field(default_factory=list)
     runtime_alias: str | None = None  # a name the plan's own code uses for adjoint's runtime
+    # the constants a call site binds -> (pre, body, results) with them filled in and simplified,
+    # the rule's names still in place (see `_filled`)
+    filled: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclasses.dataclass
@@ -364,16 +367,48 @@ def instantiate(plan: Plan, args: list, keywords: dict, target: str, cotangent: 
         if plan.source is not None and obj is not runtime:
             ctx.rely_on(global_name, obj, owner=plan.source)  # rebinding it in the rule's module
 
-    def fill(node):
-        return _Fill().visit(syntax.substitute(node, mapping))
-
-    forward = [fill(s) for s in plan.pre]
-    body = [fill(s) for s in plan.body]
-    results = [None if r is None else fill(r) for r in plan.results[: len(args)]]
-    results += [None] * (len(args) - len(results))
+    template = _template(plan, mapping)
+    if template is None:  # (filled in as it is written)
+        forward, body, results = _fill(plan, mapping)
+    else:
+        names = {rule_name: value for rule_name, value in mapping.items() if type(value) is not gast.Constant}
+        pre, body, results = template
+        forward = [syntax.substitute(s, names) for s in pre]
+        body = [syntax.substitute(s, names) for s in body]
+        results = [None if r is None else syntax.substitute(r, names) for r in results[: len(args)]]
+    results = results[: len(args)] + [None] * (len(args) - len(results))
     if plan.elementwise:
         results = [_without_needless_unbroadcast(r, i, args, ctx) for i, r in enumerate(results)]
     return Inlined(forward, body, results)
+
+
+def _template(plan: Plan, mapping: dict) -> tuple[list, list, list] | None:
+    """The plan's code with the constants `mapping` binds filled in and simplified (`_Fill`),
+    its other names still the rule's, for a call site that binds the rule's names to names and
+    constants: what simplifying does depends on the constants only, so it is done once per plan
+    and constants, and each call site copies it with its names. None where the site binds an
+    expression, or a constant that carries a position or annotations of its own."""
+    constants = []
+    for rule_name, value in mapping.items():
+        if type(value) is gast.Constant and value.__dict__.keys() <= _PLAIN_CONSTANT:
+            constants.append((rule_name, value))
+        elif not (isinstance(value, str) or type(value) is gast.Name):
+            return None
+    key = tuple(sorted((rule_name, type(c.value), repr(c.value), c.kind) for rule_name, c in constants))
+    found = plan.filled.get(key)
+    if found is None:
+        found = plan.filled[key] = _fill(plan, dict(constants))
+    return found
+
+
+_PLAIN_CONSTANT = {"value", "kind"}  # (a constant's fields: no position, no annotations)
+
+
+def _fill(plan: Plan, mapping: dict) -> tuple[list, list, list]:
+    def fill(node):
+        return _Fill().visit(syntax.substitute(node, mapping))
+
+    return [fill(s) for s in plan.pre], [fill(s) for s in plan.body], [None if r is None else fill(r) for r in plan.results]
 
 
 def _without_needless_unbroadcast(result, index, args, ctx):

@@ -46,6 +46,11 @@ SHAPE = "an array's shape"
 OPAQUE = "opaque"
 _NUMBER = object()  # a definition known to bind a Python number
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+_SCOPE_KINDS = frozenset(_SCOPES)
+_BINDING_CONTEXTS = frozenset({gast.Store, gast.Del})
+# the nodes but names that may bind one, or declare one `global` or `nonlocal`
+_MAY_BIND = frozenset({gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.MatchAs, gast.MatchStar,
+                       gast.MatchMapping, gast.Global, gast.Nonlocal})
 
 # Elementwise functions whose result has the dtype of their float operands (not `abs`, `real`,
 # `angle`: they make a complex array real).
@@ -102,9 +107,11 @@ def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> d
 
 
 def _reads(value) -> set:
-    if value is None or value is _NUMBER:
+    if value is None or value is _NUMBER or type(value) is gast.Constant:
         return set()
-    return {n.id for n in syntax.walk(value) if isinstance(n, gast.Name)}
+    if type(value) is gast.Name:
+        return {value.id}
+    return {n.id for n in syntax.walk(value) if type(n) is gast.Name}
 
 
 def _definitions(node) -> dict:
@@ -114,12 +121,18 @@ def _definitions(node) -> dict:
     stores: dict[str, int] = {}
     shared = set()
     everything = syntax.walk(node)
-    if any(isinstance(c, _SCOPES) and c is not node for c in everything):
+    if any(type(c) in _SCOPE_KINDS and c is not node for c in everything):
         everything = _in_this_scope(node, shared)
     for child in everything:
-        if isinstance(child, (gast.Global, gast.Nonlocal)):
-            shared.update(child.names)
-        bound = _bound_by(child) if child is not node else None
+        kind = type(child)
+        if kind is gast.Name:  # (most nodes: `_bound_by`, inlined)
+            bound = child.id if type(child.ctx) in _BINDING_CONTEXTS else None
+        elif kind in _MAY_BIND and child is not node:
+            if kind is gast.Global or kind is gast.Nonlocal:
+                shared.update(child.names)
+            bound = _bound_by(child)
+        else:
+            continue
         if bound:
             stores[bound] = stores.get(bound, 0) + 1
     args = node.args

@@ -136,7 +136,7 @@ def _name_to_ast(node):
 
 
 def _constant_to_ast(node):
-    if not _negative(node.value):
+    if not negative(node.value):
         return None  # (as any other node)
     return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-node.value))  # a folded `-2.0`: `(-2.0) ** 0.5`
 
@@ -167,11 +167,11 @@ _SPECIAL_TO_AST = {
 }
 
 
-def _negative(value) -> bool:
+def negative(value) -> bool:
     """Whether `value` is a negative int or float (-0.0 too), which source text writes as the
     negation of a literal.
 
-    >>> _negative(-2.0), _negative(-0.0), _negative(0.0), _negative(True)
+    >>> negative(-2.0), negative(-0.0), negative(0.0), negative(True)
     (True, True, False, False)
     """
     return type(value) in (int, float) and (value < 0 or (type(value) is float and math.copysign(1.0, value) < 0))

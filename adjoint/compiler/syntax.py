@@ -2,7 +2,7 @@
 `traversal`) walks, name sets and copies.
 
 Passes build nodes only through these helpers, so every node has the fields `gast.unparse`
-needs. Emission uses the standard library's unparser via `stdlib_ast` (never astunparse, which
+needs. Emission uses the standard library's unparser via `printing` (never astunparse, which
 writes invalid code for NumPy slices such as `a[:, 0]`).
 """
 
@@ -12,7 +12,7 @@ import ast
 
 import gast
 
-from . import stdlib_ast
+from . import printing, stdlib_ast
 from .traversal import (  # noqa: F401 (the passes reach them as `syntax.walk`, ...)
     Transformer, child_nodes, copy_node, default_values, free_names, load_names, scope_reads, stored_names,
     substitute, walk, walk_local,
@@ -55,8 +55,8 @@ def from_stdlib(node):
 
 
 def unparse(node) -> str:
-    """Python source for a gast node."""
-    return ast.unparse(stdlib_ast.to_ast(node))
+    """Python source for a gast node (see `printing`)."""
+    return printing.unparse(node)
 
 
 def name(identifier: str, ctx=LOAD) -> gast.Name:

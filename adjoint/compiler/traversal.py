@@ -144,25 +144,30 @@ _POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
 def _copy(node, mapping):
     """`copy_node`, replacing the names in `mapping` on the way (see `substitute`)."""
-    if type(node) is list:
-        return [_copy(n, mapping) for n in node]
-    if not isinstance(node, _AST):
-        return node
     cls = type(node)
-    if cls is _Name and mapping is not None:
-        if node.id in mapping:
-            return _replacement(node, mapping[node.id])
-        mapping = None  # (a parameter's annotation keeps its names)
+    if cls is list:
+        return [_copy(n, mapping) for n in node]
+    fields = _fields_of_class.get(cls)
+    if fields is None:
+        if not isinstance(node, _AST):
+            return node
+        fields = _fields_of(cls)
     state = node.__dict__
+    if cls is _Name and mapping is not None:
+        if state["id"] in mapping:
+            return _replacement(node, mapping[state["id"]])
+        mapping = None  # (a parameter's annotation keeps its names)
     new = cls.__new__(cls)
+    if not state and not fields:  # a context or an operator, as most are: nothing to copy
+        return new
     copied = new.__dict__  # (where a node's constructor puts its fields too)
-    for field, holds_nodes in _fields_of_class.get(cls) or _fields_of(cls):
+    for field, holds_nodes in fields:
         value = state.get(field)
         if value is not None:
-            if type(value) is list:
-                value = [_copy(v, mapping) for v in value] if holds_nodes else list(value)
-            elif holds_nodes:
-                value = _copy(value, mapping)
+            if holds_nodes:
+                value = [_copy(v, mapping) for v in value] if type(value) is list else _copy(value, mapping)
+            elif type(value) is list:
+                value = list(value)
         copied[field] = value
     if "lineno" in state:  # (nodes passes build have no position)
         for attribute in _POSITION:
@@ -176,7 +181,11 @@ def _copy(node, mapping):
 
 def _replacement(node, replacement):
     if isinstance(replacement, str):
-        return gast.Name(id=replacement, ctx=_copy(node.ctx, None), annotation=None, type_comment=None)
+        new = _Name.__new__(_Name)  # (as `gast.Name(id=replacement, ctx=<a copy of node's>)` makes it)
+        fields = new.__dict__
+        fields["id"], fields["ctx"], fields["annotation"], fields["type_comment"] = (
+            replacement, _copy(node.ctx, None), None, None)
+        return new
     if not isinstance(node.ctx, gast.Load):
         raise ValueError(f"cannot store into the expression substituted for {node.id}")
     return _copy(replacement, None)
