@@ -77,3 +77,23 @@ def test_python_floats_and_defaults_rebound_after_the_first_call():
     cubic.__defaults__ = (5.0,)
     assert adjoint.jvp(gradient, (1.5,), (1.0,))[1] == pytest.approx(6 * 1.5 * 5.0)
     check_grad(lambda a: adjoint.grad(cubic)(a), 1.5)
+
+
+def softmax_cross_entropy(W, x, y):
+    z = np.tanh(x @ W)
+    m = np.max(z, axis=1, keepdims=True)
+    return -np.sum(y * (z - np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)) - m))
+
+
+def test_the_hessian_vector_products_code_casts_no_tangent_whose_shape_is_known():
+    from adjoint.compiler import pipeline
+
+    y = np.eye(3)[[0, 1, 2, 0, 1]]
+    W3, v3 = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    with pipeline.recording() as texts:
+        _, product = adjoint.jvp(adjoint.grad(softmax_cross_entropy), (W3, x, y), (v3, None, None))
+    (text,) = [t for t in texts if "softmax_cross_entropy_gradient_jvp" in t]
+    assert "tangent_like" not in text  # cotangents shaped as their primals (`adj.unbroadcast`, `adj.unreduce`)
+    gradient, eps = adjoint.grad(softmax_cross_entropy), 1e-6
+    expected = (gradient(W3 + eps * v3, x, y) - gradient(W3 - eps * v3, x, y)) / (2 * eps)
+    np.testing.assert_allclose(product, expected, rtol=1e-6, atol=1e-8)

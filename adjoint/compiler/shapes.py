@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
-from .. import steering
+from .. import runtime, steering
 from . import annotations as anno
 from . import syntax
 
@@ -65,6 +65,11 @@ _PRESERVING = {
 _OPERATORS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
               gast.Div: operator.truediv, gast.Pow: operator.pow, gast.USub: operator.neg, gast.UAdd: operator.pos}
 _REDUCTIONS = {np.sum, np.max, np.min, np.amax, np.amin, np.mean, np.prod}
+# runtime helpers (in generated pullbacks) whose result has the shape and dtype of an operand:
+# the position of that operand
+_SHAPED_AS_OPERAND = {
+    id(runtime.unbroadcast): 1, id(runtime.unreduce): 1, id(runtime.matmul_lhs_bar): 1, id(runtime.matmul_rhs_bar): 2,
+}
 _REDUCING_METHODS = {"sum", "max", "min", "mean", "prod"}
 _PYTHON_NUMBER_MAKERS = {len, float, int}
 # `math` functions that may return something else than a number (a tuple; `prod` of arrays).
@@ -231,6 +236,9 @@ def _class_of(value, name, known, once, defined, numbers):
             return _elementwise(value.args, known, defined, fresh)
         if obj is steering.stop_gradient and len(value.args) == 1 and isinstance(value.args[0], gast.Name):
             return _operand(value.args[0], known, defined)  # the value itself
+        shaped_as = _SHAPED_AS_OPERAND.get(id(obj))
+        if shaped_as is not None and len(value.args) > shaped_as and isinstance(value.args[shaped_as], gast.Name):
+            return _operand(value.args[shaped_as], known, defined)  # a cotangent shaped as its primal
         return _reduction(value, obj, known, defined, fresh)
     return fresh
 
