@@ -91,6 +91,24 @@ class PlainCalls:
         pullback cannot be inlined) for the call `f(*args)`, or None if it is not plain."""
         if len(args) < self.count:
             return None
+        floats = self._floats(args)
+        if floats is None:
+            return None
+        if implicit.collector() is not None:
+            return None
+        version, code, specialised, bound, defaults, generated, _ = self.found_fused if fused else self.found
+        if (
+            version == registry.version and code is f.__code__ and specialised == floats
+            and defaults is f.__defaults__ and generated.__kwdefaults__ is f.__kwdefaults__ and bound()
+        ):
+            return generated
+        if fused and self.unfused is f.__code__:
+            return False
+        return self._found(f, floats, args, fused)
+
+    def _floats(self, args):
+        """The positions among `positions` of the Python floats in `args`, or None if an
+        argument there is neither a float nor a real float array."""
         floats = ()
         for i in self.positions:
             arg = args[i]
@@ -103,17 +121,7 @@ class PlainCalls:
                 floats += (i,)
             else:
                 return None
-        if implicit.collector() is not None:
-            return None
-        version, code, specialised, bound, defaults, generated, _ = self.found_fused if fused else self.found
-        if (
-            version == registry.version and code is f.__code__ and specialised == floats
-            and defaults is f.__defaults__ and generated.__kwdefaults__ is f.__kwdefaults__ and bound()
-        ):
-            return generated
-        if fused and self.unfused is f.__code__:
-            return False
-        return self._found(f, floats, args, fused)
+        return floats
 
     def gradients(self, f, args, kwargs, has_aux=False):
         """`(value, gradients)` of the call `f(*args, **kwargs)` of scalar-valued `f` (with
@@ -145,18 +153,9 @@ class PlainCalls:
         every call of a gradient takes this path.)"""
         if len(args) < self.count:
             return None
-        floats = ()
-        for i in self.positions:
-            arg = args[i]
-            kind = type(arg)
-            if kind is _NDARRAY:
-                dtype = arg.dtype
-                if dtype is not _FLOAT64 and dtype.kind != "f":
-                    return None
-            elif kind is float:
-                floats += (i,)
-            else:
-                return None
+        floats = self._floats(args)
+        if floats is None:
+            return None
         version, code, specialised, bound, defaults, fused, recursive = self.found_fused
         if not (
             version == registry.version and code is f.__code__ and specialised == floats and defaults is f.__defaults__
