@@ -1,7 +1,8 @@
 """What adjoint costs besides running the gradient: (a) the first differentiation of a
 ~50-line function (`transform_subject.py`, timed in fresh processes so nothing is cached),
-(b) what a cached `adjoint.grad(f)(*args)` call adds over calling the generated forward and
-its pullback directly, and (c) peak memory during one gradient call, against hand-written.
+(b) what a cached `adjoint.grad(f)(*args)` call adds over calling the generated gradient function
+(forward function and pullback fused) directly, and (c) peak memory during one gradient call,
+against hand-written.
 
 Peak memory is tracemalloc's (NumPy reports its array buffers to it), during one call after a
 warm-up, minus what was allocated before the call; the result (the gradients) is included, as
@@ -18,6 +19,7 @@ import sys
 import tracemalloc
 
 import adjoint.api
+from adjoint.compiler import pipeline
 
 import timing
 
@@ -35,16 +37,13 @@ def first_differentiation(warm, runs):
 
 
 def cached_call_overhead(workload, rounds, budget):
-    """Seconds `adjoint.grad(loss, wrt)(*args)` takes over the generated forward and pullback
-    it calls, and both medians."""
+    """Seconds `adjoint.grad(loss, wrt)(*args)` takes over the generated gradient function it
+    calls (the forward function and pullback fused, `pipeline.gradient_function`), and both
+    medians."""
     loss, wrt, args = workload.loss, workload.wrt, workload.args
     api_call = adjoint.grad(loss, wrt=wrt)
-    forward = adjoint.api._forward(loss, wrt, (), args)
-
-    def direct(*a):
-        value, pullback = forward(*a)
-        return pullback(1.0)
-
+    floats = tuple(i for i in wrt if type(args[i]) is float)
+    direct = pipeline.gradient_function(loss, tuple(wrt), floats)
     return timing.pair_difference(api_call, direct, args, rounds, budget)
 
 

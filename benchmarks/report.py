@@ -125,7 +125,7 @@ def overhead_table(transform, cold_start, overhead):
     extra, through_api, direct = (t * 1e6 for t in overhead)
     return lines + [
         f"| mlp_small: `adjoint.grad(f, wrt)(*args)`, cached (µs) | {through_api:.1f} | — | |",
-        f"| mlp_small: the generated forward and its pullback, called directly (µs) | {direct:.1f} | — | |",
+        f"| mlp_small: the generated gradient function, called directly (µs) | {direct:.1f} | — | |",
         f"| cached-call overhead: the difference (µs) | {extra:.1f} | ≤ 5 | {met(extra, 5)} |",
     ]
 
