@@ -4,10 +4,9 @@ Assumes: generated code (a forward function with its pullback, or a JVP function
 carry `CALLEE` (the user's calls) or `FOLDABLE` (calls in adjoint's rules).
 Guarantees: `np.sum(x, ...)` and `np.mean(x, ...)`, with at most `axis` and `keepdims`, become
 `x.sum(...)` and `x.mean(...)` where `x` is bound once, to what a NumPy ufunc of one result
-or a matrix product returns, or to arithmetic with such a value on the left (on the right: of
-a number, or a value of floats, which no list takes for a count): a NumPy array or scalar (or
-an array type overriding NumPy's ufuncs), whose own method `np.sum` would call, or run as
-`ndarray.sum` does. (A ufunc of a 0-d object array
+or a matrix product returns, or to arithmetic with such a value on the left (or on the right
+of a number): a NumPy array or scalar (or an array type overriding NumPy's ufuncs), whose own
+method `np.sum` would call, or run as `ndarray.sum` does. (A ufunc of a 0-d object array
 returns the Python object: differentiated code computes with float arrays.) The method skips `np.sum`'s dispatch in Python, which costs more than
 summing a small array. A parameter may be a list or a Python number, which have no such
 methods: its reductions stay as written.
@@ -31,15 +30,17 @@ _METHODS = {id(np.sum): "sum", id(np.mean): "mean"}  # by identity: a callee nee
 # NumPy functions that return an array or a NumPy scalar of numbers (not a tuple, nor a Python
 # object from an object array: a value differentiated code computes with is a float array)
 _ARRAY_MAKERS = frozenset(id(f) for f in (np.matmul, np.dot, np.outer, np.tensordot, np.einsum))
+_BINDING = frozenset({gast.Store, gast.Param})
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Call the sums and means of `node` (and the functions nested in it) on values NumPy made
     as their methods."""
-    arrays = array_names(node)
-    for call in syntax.walk(node):
-        if isinstance(call, gast.Call):
+    nodes = syntax.walk(node)  # one walk: the names' kinds, then the calls
+    arrays = names_binding_arrays(nodes)
+    for call in nodes:
+        if type(call) is gast.Call:
             method = _METHODS.get(id(_function(call)))
             if method and _as_method(call, arrays):
                 receiver = call.args.pop(0)
@@ -66,11 +67,25 @@ def array_names(node) -> set[str]:
     >>> sorted(array_names(tree))
     ['h', 'z']
     """
+    return names_binding_arrays(syntax.walk(node))
+
+
+def names_binding_arrays(nodes: list) -> set[str]:
+    """`array_names` of the tree whose every node (`syntax.walk`'s list) is in `nodes`: a pass
+    that walks the tree anyway shares its walk.
+
+    >>> import gast
+    >>> from adjoint.compiler import syntax
+    >>> sorted(names_binding_arrays(syntax.walk(gast.parse("h = x @ W\\ny = [h]"))))
+    ['h']
+    """
     stores, values = collections.Counter(), {}
-    for leaf in syntax.walk(node):
-        if isinstance(leaf, gast.Name) and isinstance(leaf.ctx, (gast.Store, gast.Param)):
-            stores[leaf.id] += 1
-        elif isinstance(leaf, gast.Assign) and len(leaf.targets) == 1 and isinstance(leaf.targets[0], gast.Name):
+    for leaf in nodes:
+        kind = type(leaf)
+        if kind is gast.Name:
+            if type(leaf.ctx) in _BINDING:
+                stores[leaf.id] += 1
+        elif kind is gast.Assign and len(leaf.targets) == 1 and type(leaf.targets[0]) is gast.Name:
             values[leaf.targets[0].id] = leaf.value
     values = {name: value for name, value in values.items() if stores[name] == 1}
     readers: dict[str, list] = {}  # name -> the names whose values read it
@@ -106,9 +121,9 @@ def _kind(value, kinds) -> str | None:
         if isinstance(value.op, gast.MatMult):
             return ARRAY  # lists and Python numbers have no `@`
         left, right = kinds.get(getattr(value.left, "id", None)), kinds.get(getattr(value.right, "id", None))
-        if not (left or right == INEXACT or right and _is_number(value.left)):
-            # an array's operator method runs first; on the right, after a number's, or after a
-            # list's: `[0.5] * n` repeats a list where `n` is a NumPy int (a float is no count)
+        if not (left or right and _is_number(value.left)):
+            # an array's operator method runs first; on the right, only after a number's: a list's
+            # repeats it (`[0.5] * n`, `n` a NumPy int), an object's makes what it likes
             return None
         floats = INEXACT in (left, right) or isinstance(value.op, gast.Div) or _is_number(value.left, float) or (
             _is_number(value.right, float))

@@ -88,13 +88,27 @@ def test_values_that_are_not_arrays_keep_np_sum(f):
 
 def weighted(z, y):
     e = np.exp(z)
-    return np.sum(y * e)  # `e` holds floats: whatever `y` is, `y * e` is an array (or fails)
+    return np.sum(y * e)  # `y`'s own `*` runs first: it may make anything
 
 
-def test_a_parameter_times_an_array_of_floats_is_an_array():
-    assert "weighted_mul.sum()" in adjoint.source(weighted)
+class Weights:
+    """Numbers NumPy reads (`__array__`) with a product of their own, and no `.sum`."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def __mul__(self, other):
+        return Weights(self.values * other)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values
+
+
+def test_a_parameter_times_an_array_is_summed_as_written():
+    assert "np.sum(weighted_mul)" in adjoint.source(weighted)
     z = rng.normal(size=3)
     for y in ([1.0, 2.0, 3.0], 2, rng.normal(size=3)):
-        value, gradient = adjoint.value_and_grad(weighted)(z, y)
-        assert np.isclose(value, weighted(z, y))
-        np.testing.assert_allclose(gradient, np.asarray(y) * np.exp(z))
+        assert np.isclose(adjoint.value_and_grad(weighted)(z, y)[0], weighted(z, y))
+        np.testing.assert_allclose(adjoint.grad(weighted)(z, y), np.asarray(y) * np.exp(z))
+    value, _ = adjoint.pullback(weighted, z, Weights([1.0, 2.0, 3.0]))  # (the forward pass runs as written)
+    assert np.isclose(value, weighted(z, Weights([1.0, 2.0, 3.0])))
