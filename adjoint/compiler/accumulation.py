@@ -188,7 +188,15 @@ class _Owners:
         """The names `stmt` reads (its nested statements' reads too)."""
         found = self.reads.get(stmt)
         if found is None:
-            found = self.reads[stmt] = syntax.load_names(stmt)
+            kind = type(stmt)
+            if kind is gast.For or kind is gast.While or kind is gast.If:  # its header's, then its statements' (each asked again)
+                found = syntax.load_names(stmt.iter) | syntax.load_names(stmt.target) if kind is gast.For else (
+                    syntax.load_names(stmt.test))
+                for nested in stmt.body + stmt.orelse:
+                    found |= self.loads(nested)
+            else:
+                found = syntax.load_names(stmt)
+            self.reads[stmt] = found
         return found
 
     def reads_after(self, body, live_out: set) -> list:

@@ -88,7 +88,10 @@ def differentiable_reads(stmt, forward=False) -> set[str]:
 
 
 def targets(stmt: gast.Assign) -> set[str]:
-    return {n.id for n in syntax.walk(stmt.targets[0]) if isinstance(n, gast.Name)}
+    target = stmt.targets[0]
+    if type(target) is gast.Name and getattr(target, "annotation", None) is None:
+        return {target.id}  # (most targets: no walk)
+    return {n.id for n in syntax.walk(target) if isinstance(n, gast.Name)}
 
 
 def differentiable_operands(value, forward=False) -> set[str]:

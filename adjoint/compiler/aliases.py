@@ -113,7 +113,8 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
     for stmt in statements:
         if not isinstance(stmt, gast.Assign):
             continue
-        for target in syntax.stored_names(stmt.targets[0]):
+        targets = syntax.stored_names(stmt.targets[0])
+        for target in targets:
             definitions.setdefault(target, []).append(stmt)
         value = stmt.value
         into_array = isinstance(value, gast.Call) and is_container_update(value) and (
@@ -125,7 +126,7 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
             isinstance(d.value, gast.Constant) and isinstance(d.value.value, (int, float))
             for d in definitions.get(value.id, [None]) if d is not None
         ) and value.id in definitions
-        group = syntax.stored_names(stmt.targets[0]) | (set() if copies_a_number else aliased_by(stmt))
+        group = targets | (set() if copies_a_number else aliased_by(stmt))
         if len(group) > 1:
             merged = set().union(*(classes.get(n, {n}) for n in group))
             for name in merged:

@@ -93,7 +93,7 @@ def _inlinable(node, forward: list, pullback: gast.FunctionDef) -> bool:
         return False
     if pullback.decorator_list or not pullback.body or not isinstance(pullback.body[-1], gast.Return):
         return False
-    kinds = collections.Counter(type(n) for n in syntax.walk(node))
+    kinds = collections.Counter(map(type, syntax.walk(node)))
     if any(kinds[kind] for kind in _SCOPE_CHANGES):
         return False
     if kinds[gast.Return] == 2 and not any(kinds[kind] for kind in _MADE_IN_SCOPE) and kinds[gast.FunctionDef] == 2:
@@ -123,15 +123,13 @@ def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> None:
             cancelling[shift].append(stmt)
     if not cancelling:
         return
-    reads = collections.Counter(
-        n.id for n in syntax.walk(gast.Module(body=forward + backward, type_ignores=[]))
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    )
+    nodes = syntax.walk(gast.Module(body=forward + backward, type_ignores=[]))  # one walk: the reads, the arrays
+    reads = collections.Counter(n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is gast.Load)
     definitions = collections.defaultdict(list)
     for stmt in syntax.statements(forward + backward):
         for name in syntax.stored_names(stmt) if not syntax.bodies(stmt) else ():
             definitions[name].append(stmt)
-    arrays = array_methods.array_names(gast.Module(body=forward + backward, type_ignores=[]))
+    arrays = array_methods.names_binding_arrays(nodes)
     for shift, statements in cancelling.items():
         cancelled_reads = sum(1 for s in statements for n in syntax.walk(s) if isinstance(n, gast.Name) and n.id == shift
                               and isinstance(n.ctx, gast.Load))

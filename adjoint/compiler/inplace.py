@@ -64,12 +64,13 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     params = node.args.posonlyargs + node.args.args
     numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters([p.id for p in params]))
     loaded = syntax.load_names(node)
+    loads = [syntax.load_names(stmt) for stmt in body]  # each simple statement's reads
     facts = _Facts(
         varied, useful, loaded,
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
         aliases=aliases.analyse(body, loops, numbers),
-        first_read=_first_differentiated_read(body, varied, useful, chains),
-        reads=_reads(body),
+        first_read=_first_differentiated_read(body, varied, useful, chains, loads),
+        reads=_reads(loads),
         chains=chains,
         arms=arms,
         statements=body,
@@ -208,22 +209,24 @@ def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
     return (where, f"{what} would change `{name}` in place, but {reason}, and adjoint updates a copy", hint)
 
 
-def _first_differentiated_read(body, varied, useful, chains) -> dict[str, int]:
+def _first_differentiated_read(body, varied, useful, chains, loads) -> dict[str, int]:
     """For each name an adjoint may read, the first statement that reads it with gradient (in a
-    loop, the loop's first statement: the next iteration reads it again after any update)."""
+    loop, the loop's first statement: the next iteration reads it again after any update).
+    `loads`: each statement's reads."""
     first = {}
     for index, stmt in enumerate(body):
         if isinstance(stmt, gast.Assign) and set(_stored(stmt)) & varied & useful:
             start = chains[index][0][0] - 0.5 if chains[index] else index  # before the loop's updates
-            for name in syntax.load_names(stmt.value):
+            plain = all(type(t) is gast.Name and getattr(t, "annotation", None) is None for t in stmt.targets)
+            for name in loads[index] if plain else syntax.load_names(stmt.value):  # (a plain target reads nothing)
                 first[name] = min(first.get(name, start), start)
     return first
 
 
-def _reads(body) -> dict:
+def _reads(loads) -> dict:
     reads: dict = {}
-    for index, stmt in enumerate(body):
-        for name in syntax.load_names(stmt):
+    for index, names in enumerate(loads):
+        for name in names:
             reads.setdefault(name, []).append(index)
     return reads
 

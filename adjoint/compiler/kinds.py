@@ -77,16 +77,39 @@ def certain_numbers(body, params: set[str], items: bool = True) -> set[str]:
     be wrong. Loops make definitions circular: start from every name and drop the doubtful.
     With `items` False, an item read out of anything is doubtful too (an int read out of a
     dict holding parameters is a number without a tangent)."""
-    statements = [s for s in syntax.statements(body) if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)]
+    return _settled(_definitions(body), params, items)
+
+
+def certain_numbers_with_and_without_items(body, params: set[str]) -> tuple[set[str], set[str]]:
+    """`certain_numbers(body, params)` and `certain_numbers(body, params, items=False)`, from
+    one reading of `body`.
+
+    >>> import gast
+    >>> body = gast.parse("y = x * 2\\nz = d[0]").body
+    >>> [sorted(found) for found in certain_numbers_with_and_without_items(body, {"x", "d"})]
+    [['d', 'x', 'y', 'z'], ['d', 'x', 'y']]
+    """
+    index = _definitions(body)
+    return _settled(index, params, True), _settled(index, params, False)
+
+
+def _definitions(body) -> tuple[dict, dict]:
+    """Each name's assigned values, and the names whose definitions read a name."""
     definitions: dict = {}
-    for stmt in statements:
-        definitions.setdefault(stmt.targets[0].id, []).append(stmt.value)
-    certain = set(params) | set(definitions)
+    for stmt in syntax.statements(body):
+        if type(stmt) is gast.Assign and type(stmt.targets[0]) is gast.Name:
+            definitions.setdefault(stmt.targets[0].id, []).append(stmt.value)
     readers: dict[str, set] = {}  # the names whose definitions read a name
     for name, values in definitions.items():
         for value in values:
             for read in syntax.load_names(value):
                 readers.setdefault(read, set()).add(name)
+    return definitions, readers
+
+
+def _settled(index, params, items) -> set[str]:
+    definitions, readers = index
+    certain = set(params) | set(definitions)
     # a name doubted makes doubtful only the names read from it: look at those again, not at all
     todo = list(definitions)
     while todo:

@@ -60,8 +60,11 @@ def drop_dead_copies(node: gast.FunctionDef, ctx: Context = None) -> gast.Functi
 
 def _drop_dead_copies(node) -> None:
     while True:
+        copies = [s for s in syntax.statements(node.body) if anno.get(s, anno.PHI)]
+        if not copies:
+            return  # (no need to read the whole tree)
         reads = syntax.load_names(node)
-        dead = [s for s in syntax.statements(node.body) if anno.get(s, anno.PHI) and not syntax.stored_names(s) & reads]
+        dead = [s for s in copies if not syntax.stored_names(s) & reads]
         if not dead:
             return
         dead_ids = {id(s) for s in dead}

@@ -171,8 +171,13 @@ def _propagate(body, index, uses, names) -> bool:
     bar, passed = stmt.targets[0].id, stmt.value
     if not isinstance(passed, gast.Name) or passed.id == bar:
         return False
-    readers = [j for j in range(index + 1, len(body)) if bar in syntax.load_names(body[j])]
-    reads_there = sum(_count(body[j], bar) for j in readers)
+    readers, reads_there = [], 0
+    for j in range(index + 1, len(body)):
+        if reads_there >= uses - 1:
+            break  # every other naming of `bar` in the pullback is found: no later statement reads it
+        if bar in syntax.load_names(body[j]):
+            readers.append(j)
+            reads_there += _count(body[j], bar)
     if uses != 1 + reads_there:  # assigned once, and read nowhere else
         return False
     if not readers or any(syntax.bodies(body[j]) or not isinstance(body[j], (gast.Assign, gast.Expr)) for j in readers):

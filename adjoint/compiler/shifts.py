@@ -36,9 +36,11 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     for stmt in syntax.statements(node.body):
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
             definitions[stmt.targets[0].id] = stmt
+    if not any(_reduction(stmt, _SHIFTS.values()) for stmt in definitions.values()):
+        return node  # no max or min to be a shift: no need to count the names
     for leaf in syntax.walk(node):
-        if isinstance(leaf, gast.Name):
-            (reads if isinstance(leaf.ctx, gast.Load) else bindings)[leaf.id] += 1
+        if type(leaf) is gast.Name:
+            (reads if type(leaf.ctx) is gast.Load else bindings)[leaf.id] += 1
     # a name bound twice (on two arms of a branch, which `ssa` leaves one name) may not be what
     # the pattern saw on every path
     definitions = {name: stmt for name, stmt in definitions.items() if bindings[name] == 1}

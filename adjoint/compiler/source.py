@@ -143,10 +143,19 @@ def _converted(node) -> gast.AST:
     """The gast tree of a function's `ast` node (a new tree: the function's private copy), every
     statement annotated with its `ORIGIN`."""
     converted = syntax.from_stdlib(node)
-    for stmt in syntax.walk(converted):
-        if isinstance(stmt, gast.stmt):
-            anno.set_(stmt, anno.ORIGIN, stmt.lineno)
+    todo = [converted]
+    for current in todo:  # (grows while it is read) statements are only ever in these lists: no expression is walked
+        if isinstance(current, gast.stmt):
+            anno.set_(current, anno.ORIGIN, current.lineno)
+        for field in _STATEMENT_LISTS:
+            found = getattr(current, field, None)
+            if type(found) is list:
+                todo += found
     return converted
+
+
+# the fields holding statements (or the handlers and `match` cases holding them)
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _find(module, code):

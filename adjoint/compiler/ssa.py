@@ -51,6 +51,8 @@ def _check_late_binding(body, ctx) -> None:
     would show it the new value (late binding), the renamed code the old one. Allowed: calling
     it by its name before any such assignment (in a loop, when the loop re-creates it first)."""
     order = list(_in_order(body, []))
+    if not any(_nested_function(stmt)[0] is not None for stmt, _ in order):
+        return  # (no function to check: no need to index the assignments)
     assigned = {}
     for index, (stmt, _) in enumerate(order):
         for name in syntax.stored_names(stmt) if not syntax.bodies(stmt) else _header_stores(stmt):
