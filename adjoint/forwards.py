@@ -182,7 +182,7 @@ class PlainCalls:
             return None
         if fused:
             try:
-                generated = pipeline.gradient_function(f, self.positions, floats)
+                generated = pipeline.gradient_function(f, self.positions, floats, release=True)
             except TransformError:  # the forward function's path refuses it, saying more (`forward`)
                 generated = None
             if generated is None:

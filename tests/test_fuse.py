@@ -176,7 +176,7 @@ def test_an_unfused_gradient_falls_back_to_the_forward_function_and_its_pullback
     def cubic(x):
         return np.sum(x ** 3)
 
-    monkeypatch.setattr(fuse, "transform", lambda node, ctx: None)
+    monkeypatch.setattr(fuse, "transform", lambda node, ctx, release=False: None)
     assert pipeline.gradient_function(cubic, (0,)) is None
     with pipeline.recording() as texts:
         product = adjoint.hvp(cubic, X, W)
@@ -213,3 +213,24 @@ def test_a_rebound_global_recompiles_the_fused_hvp(monkeypatch):
     after = adjoint.hvp(uses_a_global, X, W)
     np.testing.assert_allclose(after, 2 * np.cos(2 * X) * W, rtol=1e-10)  # d2/dx2 sin(x)^2 = 2 cos(2x)
     assert not np.allclose(before, after)
+
+
+def biased_rows(X, b):
+    Z = X + b
+    m = np.max(Z, axis=1, keepdims=True)
+    return np.sum(np.log(np.sum(np.exp(Z - m), axis=1, keepdims=True)) + m)
+
+
+def test_what_the_pullback_does_not_read_is_released_before_it_runs():
+    import linecache
+
+    released = pipeline.gradient_function(biased_rows, (0, 1), (), release=True)
+    kept = pipeline.gradient_function(biased_rows, (0, 1), ())
+    text = "".join(linecache.getlines(released.__code__.co_filename))
+    deleted = next(line for line in text.splitlines() if line.strip().startswith("del "))
+    assert "Z," in deleted and "biased_rows_sub" in deleted and "biased_rows_exp" not in deleted  # the pullback reads the exp
+    assert "del " not in "".join(linecache.getlines(kept.__code__.co_filename))  # (forward mode reads this one)
+    X, b = RNG.normal(size=(4, 3)), RNG.normal(size=3)
+    for got, expected in zip(released(X, b), adjoint.grad(biased_rows, wrt=(0, 1))(X, b)):
+        np.testing.assert_allclose(got, expected)
+    check_grad(biased_rows, X, b)

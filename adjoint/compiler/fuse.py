@@ -45,9 +45,11 @@ _SCOPE_CHANGES = (gast.Global, gast.Nonlocal, gast.Yield, gast.YieldFrom, gast.A
 _MADE_IN_SCOPE = (gast.Lambda, gast.ClassDef, gast.AsyncFunctionDef)
 
 
-def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef | None:
+def transform(node: gast.FunctionDef, ctx: Context, release: bool = False) -> gast.FunctionDef | None:
     """The forward function `node` and its pullback as one gradient function, or None where
-    inlining the pullback could change what it computes (see the module's docstring).
+    inlining the pullback could change what it computes (see the module's docstring). With
+    `release`, the values the forward function's closure would not have kept are let go of
+    once the seed is made (`del`), so that the pullback runs with the memory it ran with.
 
     >>> from adjoint.compiler import pipeline
     >>> def f(x):
@@ -81,9 +83,36 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef | None:
     unit = syntax.attr(ctx.reach("arguments", arguments), "unit")
     seed = syntax.assign(seed_name, syntax.call(unit, [value, syntax.const(ctx.function_name)]))
     fname = "lambda" if ctx.source.name == "<lambda>" else ctx.source.name.strip("_") or "function"
-    fused = syntax.function(ctx.namer.new(f"{fname}_gradient"), node.args, forward + [anno.copy_origin(result, seed)] + backward + [cotangents])
+    seed = anno.copy_origin(result, seed)
+    released = _unread(forward, [seed] + backward + [cotangents], node.args) if release else []
+    body = forward + [seed] + released + backward + [cotangents]
+    fused = syntax.function(ctx.namer.new(f"{fname}_gradient"), node.args, body)
     gast.copy_location(fused, node)
     return fused
+
+
+def _unread(forward: list, rest: list, args) -> list:
+    """`[del a, b]` for the names `forward` binds at its top level (so certainly bound) that
+    neither `rest` nor a function made anywhere reads: what the forward function's closure
+    would not have kept (a closure's free name stays, as `del` would unbind its cell).
+
+    >>> tree = gast.parse("a = x * 2\\nb = a + 1\\nc = b * a\\ny = c.sum()\\nb_bar = 1.0")
+    >>> print(syntax.unparse(_unread(tree.body[:4], tree.body[4:], None)[0]))
+    del a, b, c, y
+    """
+    read = syntax.load_names(gast.Module(body=rest, type_ignores=[]))
+    for made in syntax.walk(gast.Module(body=forward + rest, type_ignores=[])):
+        if isinstance(made, (gast.FunctionDef, gast.Lambda)):
+            read |= syntax.free_names(made)
+    bound = []
+    for stmt in forward:
+        if isinstance(stmt, gast.Assign):
+            bound += [n for n in syntax.stored_names(stmt) if n not in bound]
+    params = {a.id for a in syntax.walk(args) if isinstance(a, gast.Name)} if args is not None else set()
+    dead = [n for n in bound if n not in read and n not in params]
+    if not dead:
+        return []
+    return [gast.Delete(targets=[gast.Name(id=n, ctx=gast.Del(), annotation=None, type_comment=None) for n in dead])]
 
 
 def _inlinable(node, forward: list, pullback: gast.FunctionDef) -> bool:

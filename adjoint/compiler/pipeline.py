@@ -147,7 +147,7 @@ def forward_function(fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: boo
 GRADIENT = "gradient"
 
 
-def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = ()):
+def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = (), release: bool = False):
     """`fn`'s gradient as one generated function (its forward function with the pullback
     inlined, see `fuse`), bound to `fn`'s globals and cells; None where the pullback cannot be
     inlined (then use `forward_function` and its pullback).
@@ -161,6 +161,8 @@ def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = ()):
     for this `fn` (its code, defaults and resolved names unchanged: then it is returned again),
     `__adjoint_updates__` which parameters `fn` updates in place. Its text is in `linecache`
     like all generated code, so forward mode transforms it again (`runtime.jvp(gradient, ...)`).
+    With `release`, it lets go of what the pullback does not read once the value is known
+    (`del`, which forward mode does not read: for running it, as `grad` does).
 
     >>> def f(x, y=3.0):
     ...     return x * y
@@ -170,10 +172,10 @@ def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = ()):
     per_function = _instances.get(fn)
     if per_function is None:
         per_function = _instances[fn] = {}
-    key = (GRADIENT, wrt, floats)
+    key = (GRADIENT, wrt, floats, release)
     generated = per_function.get(key)
     if generated is None or generated.__adjoint_code__ is not fn.__code__ or not generated.__adjoint_bound__():
-        result = _compiled_gradient(fn, wrt, floats)
+        result = _compiled_gradient(fn, wrt, floats, release)
         if result is None:
             return None
         generated = loader.instantiate(result, fn)
@@ -185,19 +187,19 @@ def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = ()):
     return generated
 
 
-def _compiled_gradient(fn, wrt: tuple[int, ...], floats: tuple) -> loader.Compiled | None:
+def _compiled_gradient(fn, wrt: tuple[int, ...], floats: tuple, release: bool) -> loader.Compiled | None:
     """The cached compilation of `fn`'s fused gradient (None: not fusable), as `compiled`."""
     from . import fuse  # noqa: PLC0415  (a pass run after the others, for this function only)
 
     code = fn.__code__
-    key = (id(code), wrt, (), False, GRADIENT, floats)
+    key = (id(code), wrt, (), False, GRADIENT, floats, release)
     entry = _compiled.get(key)
     if entry is not None and entry[0] is code and (entry[1] is None or loader.still_valid(entry[1], fn)):
         return entry[1]  # (a refusal is kept as long as the code: it follows from its shape)
     result = None
     if marked(fn, "__adjoint_rrule__", None) is None:  # (`compile_function` refuses those with why)
         node, ctx = lower(fn, wrt, floats=floats)
-        node = fuse.transform(node, ctx)
+        node = fuse.transform(node, ctx, release)
         _debug("fuse", node)
         if node is not None:
             text = emit.to_source(node, ctx, "gradient (forward function and pullback fused)")
