@@ -32,10 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import functools
-import inspect
 import textwrap
-import types
 import weakref
 
 import gast
@@ -43,7 +40,7 @@ import numpy as np
 
 from .. import runtime
 from . import annotations as anno
-from . import source, syntax, user_rules
+from . import signatures, source, syntax, user_rules
 from .context import Context, free_name
 from .simplify import Simplifier
 
@@ -259,78 +256,10 @@ def _globals_of(fn, node, local_names) -> dict[str, object]:
         found[name] = free_name(fn, name)
     for call in (n for n in syntax.walk(node) if isinstance(n, gast.Call)):
         callee = syntax.evaluate_dotted(call.func, namespace)
-        anno.set_(call, _DEFAULTS, _keyword_defaults(callee))
+        anno.set_(call, _DEFAULTS, signatures.keyword_defaults(callee))
         if isinstance(callee, np.ufunc) or callee is np.where:
             anno.set_(call, anno.FOLDABLE, anno.Ref(callee))
     return found
-
-
-def _keyword_defaults(callee):
-    """The callee's parameters, in order, with their defaults (`_NO_DEFAULT` if none)."""
-    try:
-        return _hashable_keyword_defaults(callee)
-    except TypeError:  # an unhashable callee
-        return _signature_defaults(callee)
-
-
-@functools.lru_cache(maxsize=1024)
-def _hashable_keyword_defaults(callee) -> tuple[tuple[str, object], ...]:
-    """`_keyword_defaults`, remembered: rules call the same NumPy functions, and reading a
-    builtin's signature parses its text each time."""
-    return tuple(_signature_defaults(callee))
-
-
-def _signature_defaults(callee) -> list[tuple[str, object]]:
-    written = _text_signature_defaults(callee)
-    if written is not None:
-        return written
-    try:
-        parameters = inspect.signature(callee).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    return [
-        (p.name, p.default if p.default is not inspect.Parameter.empty and _is_simple(p.default) else _NO_DEFAULT)
-        for p in parameters
-    ]
-
-
-_NO_DEFAULT = object()
-
-
-def _text_signature_defaults(callee) -> list[tuple[str, object]] | None:
-    """`_signature_defaults` of a builtin (`np.concatenate`) read from its `__text_signature__`
-    with `ast`, as `inspect.signature` reads it, but without tokenizing it (the tokenizer's
-    patterns cost more to compile, once per process, than planning a rule); None where the text
-    is not plain Python (`$self`) or a default is not a literal: `inspect` reads those."""
-    try:  # the function `inspect.signature` reads the text of: NumPy's dispatcher wraps it
-        function = inspect.unwrap(callee, stop=lambda f: hasattr(f, "__signature__"))
-    except ValueError:
-        return None
-    if not isinstance(function, types.BuiltinFunctionType) or hasattr(function, "__signature__"):
-        return None
-    text = function.__text_signature__
-    if not isinstance(text, str) or "$" in text:
-        return None
-    try:
-        args = ast.parse(f"def _{text}: pass").body[0].args
-        positional = args.posonlyargs + args.args
-        first_default = len(positional) - len(args.defaults)
-        found = [
-            (a.arg, ast.literal_eval(args.defaults[i - first_default]) if i >= first_default else _NO_DEFAULT)
-            for i, a in enumerate(positional)
-        ]
-        found += [(args.vararg.arg, _NO_DEFAULT)] if args.vararg else []
-        found += [
-            (a.arg, _NO_DEFAULT if d is None else ast.literal_eval(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)
-        ]
-        found += [(args.kwarg.arg, _NO_DEFAULT)] if args.kwarg else []
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return None
-    return [(name, value if value is _NO_DEFAULT or _is_simple(value) else _NO_DEFAULT) for name, value in found]
-
-
-def _is_simple(value) -> bool:
-    return value is None or type(value) in (bool, int, float, str)
 
 
 def _times(cotangent, expr):
@@ -454,7 +383,7 @@ class _Fill(Simplifier):
 def _without_defaults(call):
     parameters = anno.get(call, _DEFAULTS) or []
     defaults = dict(parameters)
-    call.keywords = [k for k in call.keywords if not _is_default(k.value, defaults.get(k.arg, _NO_DEFAULT))]
+    call.keywords = [k for k in call.keywords if not _is_default(k.value, defaults.get(k.arg, signatures.NO_DEFAULT))]
     while call.args and len(call.args) <= len(parameters) and not call.keywords:
         if not _is_default(call.args[-1], parameters[len(call.args) - 1][1]):
             break
@@ -464,6 +393,6 @@ def _without_defaults(call):
 
 def _is_default(value, default) -> bool:
     return (
-        default is not _NO_DEFAULT and isinstance(value, gast.Constant)
+        default is not signatures.NO_DEFAULT and isinstance(value, gast.Constant)
         and type(value.value) is type(default) and value.value == default
     )
