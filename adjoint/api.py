@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import arguments, derivatives, forwards, implicit, registry, runtime, structure, trainable
+from . import arguments, derivatives, forwards, gradient_rules, implicit, registry, runtime, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
 from .runtime import gradient_mode
@@ -91,10 +91,10 @@ def grad(f, wrt=0, freeze=None):
         cotangents = back(arguments.unit(value, f))
         return arguments.select(cotangents, wrt)
 
-    if freeze is None:  # it can be differentiated again (see `adjoint.derivatives`)
-        derivatives.attach_rules(gradient_of_f, f, wrt, positions)
+    if freeze is None:  # it can be differentiated again (see `adjoint.gradient_rules`)
+        gradient_rules.attach_rules(gradient_of_f, f, wrt, positions)
     else:
-        derivatives.refuse_differentiating(gradient_of_f, "grad with freeze=")
+        gradient_rules.refuse_differentiating(gradient_of_f, "grad with freeze=")
     return gradient_of_f
 
 
@@ -126,10 +126,10 @@ def value_and_grad(f, wrt=0, has_aux=False, freeze=None):
             cotangents = back(arguments.unit(value, f))
         return value, arguments.select(cotangents, wrt)
 
-    if freeze is None and not has_aux:  # it can be differentiated again (see `adjoint.derivatives`)
-        derivatives.attach_value_and_grad_rules(value_and_gradient_of_f, f, wrt, positions)
+    if freeze is None and not has_aux:  # it can be differentiated again (see `adjoint.gradient_rules`)
+        gradient_rules.attach_value_and_grad_rules(value_and_gradient_of_f, f, wrt, positions)
     else:
-        derivatives.refuse_differentiating(value_and_gradient_of_f, "value_and_grad with has_aux= or freeze=")
+        gradient_rules.refuse_differentiating(value_and_gradient_of_f, "value_and_grad with has_aux= or freeze=")
     return value_and_gradient_of_f
 
 

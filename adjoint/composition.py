@@ -5,7 +5,7 @@ is itself differentiated, and the helpers generated JVP code calls.
   JVP of `f`'s generated JVP code (forward-over-forward), and a reverse rule, that code reversed
   (reverse-over-forward).
 - `adjoint.grad(f)` made inside differentiated code hands `f`'s tangent or cotangent (a
-  closure's: what it closes over) to the gradient, whose own rules (`adjoint.derivatives`)
+  closure's: what it closes over) to the gradient, whose own rules (`adjoint.gradient_rules`)
   differentiate through them.
 - The tangent helpers are linear in the tangent (`adj.tangent_like`...) or carry no derivative.
 """

@@ -3,7 +3,7 @@
 A gradient `adjoint.grad(f, wrt)` differentiated in forward mode (`adjoint.jvp(grad(f), ...)`,
 a Hessian-vector product) at floats and real float arrays runs the JVP of `f`'s fused gradient
 (`pipeline.gradient_jvp_function`): forward, seed, pullback and all their tangents in one
-function. `fused_gradient_jvp` is that for `derivatives._gradient_jvp`; `PlainGradientJvps`
+function. `fused_gradient_jvp` is that for `gradient_rules._gradient_jvp`; `PlainGradientJvps`
 finds it for `adjoint.jvp` with a few identity checks per call, as `forwards.PlainCalls` finds
 a gradient's code, and hands back what the general path would.
 """

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint import arguments, derivatives, forwards
+from adjoint import arguments, forwards, gradient_rules
 from adjoint.compiler import syntax
 from adjoint.compiler.pipeline import lower
 from adjoint.testing import check_grad
@@ -110,7 +110,7 @@ def test_reverse_over_reverse_of_a_broadcast_product():
     seed = functools.partial(arguments.unit, f=added_larger)
 
     def second(A, v):
-        return np.sum(derivatives.gradient_program(forward, seed, (A, B, C))[0] * v)
+        return np.sum(gradient_rules.gradient_program(forward, seed, (A, B, C))[0] * v)
 
     np.testing.assert_allclose(adjoint.grad(second)(A, v), adjoint.hvp(added_larger, A, v, B, C), rtol=1e-10)
 

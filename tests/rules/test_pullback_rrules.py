@@ -6,7 +6,7 @@ Each helper is checked with check_rrule (its reverse rule by finite differences,
 rule) at arguments of the shapes its rules pass it, in float64 and float32. `unreduce_chosen`, whose
 `ans` the rules compute from `x`, and `scatter_add`, which updates its buffer in place, are checked
 through functions that call them so. End to end, reverse mode over a generated forward function
-and its pullback (`derivatives.gradient_program`) gives a Hessian-vector product, compared with
+and its pullback (`gradient_rules.gradient_program`) gives a Hessian-vector product, compared with
 `adjoint.hvp` and with central finite differences of `adjoint.grad`.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint import arguments, derivatives, forwards, frules, registry
+from adjoint import arguments, forwards, frules, gradient_rules, registry
 from adjoint import runtime as adj
 from adjoint.testing import check_rrule
 from sampling import complex_of, distinct, normal, scalar
@@ -319,7 +319,7 @@ def reverse_over_reverse(f, x, v, *rest):
     seed = functools.partial(arguments.unit, f=f)
 
     def second(x, v):
-        return np.sum(derivatives.gradient_program(forward, seed, (x, *rest))[0] * v)
+        return np.sum(gradient_rules.gradient_program(forward, seed, (x, *rest))[0] * v)
 
     return adjoint.grad(second)(x, v)
 
