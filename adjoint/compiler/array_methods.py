@@ -92,22 +92,18 @@ def names_binding_arrays(nodes: list) -> set[str]:
     for name, value in values.items():
         for read in _operand_names(value):
             readers.setdefault(read, []).append(name)
-    kinds: dict[str, str] = {}  # name -> ARRAY or INEXACT (an array or NumPy scalar of floats)
+    arrays: set[str] = set()
     todo = list(values)
     while todo:  # a value may be read before, in a loop, what binds it: what a new array reaches, again
         name = todo.pop()
-        kind = _kind(values[name], kinds)
-        if kind is not None and kinds.get(name) != kind and kinds.get(name) != INEXACT:
-            kinds[name] = kind
+        if name not in arrays and _makes_array(values[name], arrays):
+            arrays.add(name)
             todo.extend(readers.get(name, ()))
-    return set(kinds)
-
-
-ARRAY, INEXACT = "array", "inexact"
+    return arrays
 
 
 def _operand_names(value) -> list:
-    """The names whose kinds `_kind` reads in `value`."""
+    """The names whose array-ness `_makes_array` reads in `value`."""
     if isinstance(value, gast.BinOp):
         return [side.id for side in (value.left, value.right) if isinstance(side, gast.Name)]
     if isinstance(value, gast.UnaryOp) and isinstance(value.operand, gast.Name):
@@ -115,33 +111,27 @@ def _operand_names(value) -> list:
     return []
 
 
-def _kind(value, kinds) -> str | None:
-    """ARRAY or INEXACT if `value` certainly makes a NumPy array or scalar (of floats), else None."""
+def _makes_array(value, arrays) -> bool:
+    """Whether `value` certainly makes a NumPy array or scalar, given the names in `arrays`."""
     if isinstance(value, gast.BinOp) and isinstance(value.op, _ARITHMETIC):
         if isinstance(value.op, gast.MatMult):
-            return ARRAY  # lists and Python numbers have no `@`
-        left, right = kinds.get(getattr(value.left, "id", None)), kinds.get(getattr(value.right, "id", None))
-        if not (left or right and _is_number(value.left)):
-            # an array's operator method runs first; on the right, only after a number's: a list's
-            # repeats it (`[0.5] * n`, `n` a NumPy int), an object's makes what it likes
-            return None
-        floats = INEXACT in (left, right) or isinstance(value.op, gast.Div) or _is_number(value.left, float) or (
-            _is_number(value.right, float))
-        return INEXACT if floats else ARRAY
+            return True  # lists and Python numbers have no `@`
+        # an array's operator method runs first; on the right, only after a number's: a list's
+        # repeats it (`[0.5] * n`, `n` a NumPy int), an object's makes what it likes
+        left, right = (getattr(side, "id", None) in arrays for side in (value.left, value.right))
+        return left or right and _is_number(value.left)
     if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
-        return kinds.get(getattr(value.operand, "id", None))
+        return getattr(value.operand, "id", None) in arrays
     if isinstance(value, gast.Call) and value.args:
         function = _function(value)
         if isinstance(function, np.ufunc):
-            if function.nout != 1:  # (`np.modf` returns a tuple)
-                return None
-            return INEXACT if all(t[-1] in "efdgFDGO" for t in function.types) else ARRAY
-        return ARRAY if id(function) in _ARRAY_MAKERS else None
-    return None
+            return function.nout == 1  # (`np.modf` returns a tuple)
+        return id(function) in _ARRAY_MAKERS
+    return False
 
 
-def _is_number(node, kinds=(int, float)) -> bool:
-    return isinstance(node, gast.Constant) and type(node.value) in (kinds if isinstance(kinds, tuple) else (kinds,))
+def _is_number(node) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
 def _function(call):
