@@ -4,8 +4,8 @@ Assumes: generated code (a forward function with its pullback, or a JVP function
 carry `CALLEE` (the user's calls) or `FOLDABLE` (calls in adjoint's rules).
 Guarantees: `np.sum(x, ...)` and `np.mean(x, ...)`, with at most `axis` and `keepdims`, become
 `x.sum(...)` and `x.mean(...)` where `x` is bound once, to what a NumPy ufunc of one result
-or a matrix product returns, or to arithmetic with such a value on the left (or on the right
-of a number): a NumPy array or scalar (or an array type overriding NumPy's ufuncs), whose own
+or a matrix product returns, a reduction of such a value, or arithmetic with one on the left
+(or on the right of a number): a NumPy array or scalar (or an array type overriding NumPy's ufuncs), whose own
 method `np.sum` would call, or run as `ndarray.sum` does. (A ufunc of a 0-d object array
 returns the Python object: differentiated code computes with float arrays.) The method skips `np.sum`'s dispatch in Python, which costs more than
 summing a small array. A parameter may be a list or a Python number, which have no such
@@ -31,6 +31,7 @@ _METHODS = {id(np.sum): "sum", id(np.mean): "mean"}  # by identity: a callee nee
 # object from an object array: a value differentiated code computes with is a float array)
 _ARRAY_MAKERS = frozenset(id(f) for f in (np.matmul, np.dot, np.outer, np.tensordot, np.einsum))
 _BINDING = frozenset({gast.Store, gast.Param})
+_REDUCING = frozenset(id(f) for f in (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod))
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
 
 
@@ -108,6 +109,8 @@ def _operand_names(value) -> list:
         return [side.id for side in (value.left, value.right) if isinstance(side, gast.Name)]
     if isinstance(value, gast.UnaryOp) and isinstance(value.operand, gast.Name):
         return [value.operand.id]
+    if isinstance(value, gast.Call) and value.args and isinstance(value.args[0], gast.Name):
+        return [value.args[0].id]
     return []
 
 
@@ -126,6 +129,8 @@ def _makes_array(value, arrays) -> bool:
         function = _function(value)
         if isinstance(function, np.ufunc):
             return function.nout == 1  # (`np.modf` returns a tuple)
+        if id(function) in _REDUCING:  # of an array: an array or a NumPy scalar
+            return getattr(value.args[0], "id", None) in arrays
         return id(function) in _ARRAY_MAKERS
     return False
 

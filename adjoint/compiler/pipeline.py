@@ -18,7 +18,7 @@ import weakref
 from .. import runtime
 from ..errors import AdjointError
 from . import (
-    accumulation, activity, array_methods, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
+    accumulation, activity, array_methods, array_reductions, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
     reverse, shifts, ssa, syntax, tangent, within,
 )
 from . import products
@@ -37,6 +37,7 @@ PASSES = (
     ("ssa", ssa.transform),
     ("resolve", resolve.transform),
     ("frozen", frozen.transform),
+    ("array_reductions", array_reductions.transform),
     ("shifts", shifts.transform),
     ("activity", activity.transform),
     ("inplace", inplace.transform),
