@@ -2,13 +2,16 @@
 forward function's, so that forward mode over a gradient (a Hessian-vector product) transforms
 and calls one function rather than a forward function and, on every call, a new pullback closure.
 
-Assumes: the output of the last pass (`accumulation`): a forward function whose body defines
+Assumes: the output of the last pass (`array_methods`): a forward function whose body defines
 its pullback `def f_pullback(f_bar): ...` and ends `return (value, f_pullback)`.
 Guarantees: `def f_gradient(<the forward's parameters>)`: the forward's statements without the
 pullback's definition and the return, then the seed `f_bar = arguments.unit(value, 'f')`
 (`arguments.unit`: 1 shaped like the scalar value, or the error `grad` gives for any other
 value), then the pullback's statements, whose return gives the cotangents. Or None, when
-inlining could change what a name means (below): the caller keeps the forward function.
+inlining could change what a name means (below): the caller keeps the forward function. With
+`release` (the function `grad` runs, not one forward mode reads: it does not read `del`), the
+values the pullback does not read are let go of after the seed, as the forward function's
+closure would not have kept them.
 
 Why inlining is faithful: the pullback's own names (its parameter and what it assigns) are read
 by it only after it assigns them (Python raises `UnboundLocalError` otherwise), and every other
