@@ -149,28 +149,17 @@ class PlainCalls:
         """The gradients of the call `f(*args, **kwargs)` of scalar-valued `f` at `positions`
         (what `gradients` gives, without the value), or None if the call is not plain. Where
         `f`'s pullback can be inlined (`pipeline.gradient_function`), one generated function
-        computes them, and no pullback closure is made. (What `_generated` does, written out:
-        every call of a gradient takes this path.)"""
-        if len(args) < self.count:
-            return None
-        floats = self._floats(args)
-        if floats is None:
-            return None
-        version, code, specialised, bound, defaults, fused, recursive = self.found_fused
-        if not (
-            version == registry.version and code is f.__code__ and specialised == floats and defaults is f.__defaults__
-            and fused.__kwdefaults__ is f.__kwdefaults__ and bound()
-        ) or _collector() is not None:
-            fused = self._generated(f, args, True)
-            if not fused:
-                done = None if fused is None else self.gradients(f, args, kwargs)
-                return None if done is None else done[1]
-            recursive = self.found_fused[6]
-        flags = gradient_mode.enter(recursive)
+        computes them, and no pullback closure is made."""
+        fused = self._generated(f, args, True)
+        if not fused:
+            done = None if fused is None else self.gradients(f, args, kwargs)
+            return None if done is None else done[1]
+        recursive = self.found_fused[6]
+        gradient_mode.enter(recursive)
         try:
             cotangents = fused(*args, **kwargs) if kwargs else fused(*args)
         finally:
-            gradient_mode.leave(recursive, flags)
+            gradient_mode.leave(recursive)
         return structure.plain_gradients(args, cotangents, self.positions, None)
 
     def _found(self, f, floats, args, fused):
@@ -220,7 +209,6 @@ def may_recurse(generated) -> bool:
 # the runtime's ways of calling a Python function differentiated, besides `*vjp` and `*jvp`
 _DIFFERENTIATED_CALLS = frozenset({"method_function", "vjp_program", "vjp_forward", "calling", "checkpoint"})
 _NDARRAY, _FLOAT64 = np.ndarray, np.dtype(np.float64)
-_collector = implicit.collector
 _plain_calls: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 

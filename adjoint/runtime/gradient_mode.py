@@ -58,12 +58,11 @@ def enter(recursive=True) -> None:
         _more_room()
     flags = _state.__dict__  # this thread's: one lookup of the thread-local, not two
     flags["depth"] = flags.get("depth", 0) + 1
-    return flags
 
 
-def leave(recursive=True, flags=None) -> None:
-    """End what `enter(recursive)` started (`flags`: what it returned, if at hand)."""
-    (flags or _state.__dict__)["depth"] -= 1
+def leave(recursive=True) -> None:
+    """End what `enter(recursive)` started."""
+    _state.__dict__["depth"] -= 1
     if recursive:
         _less_room()
 
