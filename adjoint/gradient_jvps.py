@@ -60,6 +60,9 @@ def fused_gradient_jvp(f, positions, primals, tangents):
         return jvp_function(tuple(tangents[i] for i in moved), *primals)
 
 
+_NDARRAY, _FLOAT64 = np.ndarray, np.dtype(np.float64)
+
+
 def _plain_float(arg) -> bool:
     """Whether `arg` is a Python float or a real float array (what `forwards.PlainCalls` takes)."""
     kind = type(arg)
@@ -95,26 +98,29 @@ class PlainGradientJvps:
         f, count = self.f, len(primals)
         if count < self.count or count > f.__code__.co_argcount or len(tangents) != count:
             return None
-        floats = moved = ()
-        for i in self.positions:
-            kind = type(primals[i])
-            if kind is float:
-                floats += (i,)
-            elif not (kind is np.ndarray and primals[i].dtype.kind == "f"):
-                return None
-        for i in range(count):
+        positions, floats, moved = self.positions, (), ()
+        for i in range(count):  # the arguments differentiated and those a tangent moves: floats, float arrays
             tangent = tangents[i]
-            if tangent is not None:
-                primal = primals[i]
-                kind = type(primal)
-                if kind is float:
-                    if type(tangent) is not float:
-                        return None
-                elif not (
-                    kind is np.ndarray and type(tangent) is np.ndarray and primal.dtype.kind == "f"
-                    and tangent.dtype is primal.dtype and tangent.shape == primal.shape
+            if tangent is None and i not in positions:
+                continue
+            primal = primals[i]
+            kind = type(primal)
+            if kind is float:
+                if tangent is not None and type(tangent) is not float:
+                    return None
+                if i in positions:
+                    floats += (i,)
+            elif kind is _NDARRAY:
+                dtype = primal.dtype
+                if dtype is not _FLOAT64 and dtype.kind != "f":
+                    return None
+                if tangent is not None and not (
+                    type(tangent) is _NDARRAY and tangent.dtype is dtype and tangent.shape == primal.shape
                 ):
                     return None
+            else:
+                return None
+            if tangent is not None:
                 moved += (i,)
         if not moved or implicit.collector() is not None:
             return None
@@ -127,9 +133,11 @@ class PlainGradientJvps:
             if function is None:
                 return None
             recursive = self.found[7]
+        # the moved tangents: most often the first ones (the parameters, then data held constant)
+        moving = tangents[: len(moved)] if moved[-1] == len(moved) - 1 else tuple([tangents[i] for i in moved])
         gradient_mode.enter(recursive)
         try:
-            cotangents, dcotangents = function(tuple(tangents[i] for i in moved), *primals)
+            cotangents, dcotangents = function(moving, *primals)
         finally:
             gradient_mode.leave(recursive)
         return self._results(primals, cotangents, dcotangents)
@@ -150,14 +158,14 @@ class PlainGradientJvps:
         return function
 
     def _results(self, primals, cotangents, dcotangents):
-        """The gradients and their tangents, each of its argument's kind, none sharing memory."""
+        """The gradients and their tangents, each of its argument's kind, none sharing memory
+        with another gradient, or another tangent. A gradient has its argument's shape and
+        dtype, so a tangent made like the argument (`tangent_like`) is made like its gradient."""
         positions = self.positions
         gradients = structure.plain_gradients(primals, cotangents, positions, None)
-        completed = [None] * len(primals)
-        for gradient, i in zip(gradients, positions):
-            tangent = dcotangents[i] if i < len(dcotangents) else None
-            completed[i] = runtime.tangent_like(tangent, gradient)
-        tangents = structure.plain_gradients(primals, completed, positions, None)
+        if len(dcotangents) < len(primals):
+            dcotangents = tuple(dcotangents) + (None,) * (len(primals) - len(dcotangents))
+        tangents = structure.plain_gradients(primals, dcotangents, positions, None, runtime.tangent_like)
         if type(self.wrt) is int:
             return gradients[0], tangents[0]
         return gradients, tangents

@@ -13,6 +13,8 @@ caller's seed, so updating one gradient in place changes nothing else.
 
 from __future__ import annotations
 
+from sys import getrefcount
+
 import numpy as np
 
 from . import arguments, runtime, tree
@@ -117,33 +119,56 @@ def unshared(gradients, seed) -> tuple:
     return tuple(_unshare(g, seen) for g in gradients)
 
 
-def plain_gradients(args, cotangents, positions, seed) -> tuple:
+def plain_gradients(args, cotangents, positions, seed, prepare=None) -> tuple:
     """What `unshared` makes of the projected cotangents of the float and float-array arguments
     at `positions` (ascending; see `forwards.PlainCalls`), with less work: the gradient of
     `args[i]` is `cotangents[i]` (None, or missing, for zeros) as its kind of value, a copy
     where it shares memory with an earlier one or with the caller's cotangent `seed`.
+    `prepare(cotangent, arg)`, if given, makes what is not the common case (below) into the
+    value to project first (for the tangents of gradients: `tangent_like`).
+
+    The common case is told in a few steps: an array of the argument's shape and dtype that
+    owns its memory, is writeable, and that nothing but `cotangents` refers to (a fresh result
+    the generated code made), so nothing else can share its memory: it is handed back as it is.
 
     >>> x, cotangent = np.zeros(2), np.ones(2)
     >>> g0, g1, g2 = plain_gradients((x, 2.0, x), (cotangent, np.float64(3.0), cotangent), (0, 1, 2), 1.0)
     >>> g1, g0 is cotangent, np.shares_memory(g0, g2)
     (3.0, True, False)
     """
-    seen = set() if type(seed) in _SCALAR_SEEDS else _roots_in(seed)
+    seen = None  # the memory handed back that a later gradient could share: made when first needed
     gradients = []
     if len(cotangents) < len(args):
         cotangents = tuple(cotangents) + (None,) * (len(args) - len(cotangents))
     for i in positions:
-        arg, cotangent = args[i], cotangents[i]
-        if (  # the common case, in as few steps as can tell it: a new array of the argument's kind
-            type(cotangent) is _NDARRAY and type(arg) is _NDARRAY and cotangent.dtype is arg.dtype
-            and cotangent.base is None and cotangent.shape == arg.shape and cotangent.flags.writeable
-            and (key := id(cotangent)) not in seen
-        ):
-            seen.add(key)
+        arg = args[i]
+        if getrefcount(cotangents[i]) == _HELD_ONCE:  # (no other reference: see `_held_once`)
+            cotangent = cotangents[i]
+            if (
+                type(cotangent) is _NDARRAY and type(arg) is _NDARRAY and cotangent.dtype is arg.dtype
+                and cotangent.base is None and cotangent.shape == arg.shape and cotangent.flags.writeable
+            ):
+                gradients.append(cotangent)
+                continue
         else:
-            cotangent = _plain_gradient(arg, cotangent, seen)
-        gradients.append(cotangent)
+            cotangent = cotangents[i]
+        if seen is None:
+            seen = set() if type(seed) in _SCALAR_SEEDS else _roots_in(seed)
+        if prepare is not None:
+            cotangent = prepare(cotangent, arg)
+        gradients.append(_plain_gradient(arg, cotangent, seen))
     return tuple(gradients)
+
+
+def _held_once():
+    """What `sys.getrefcount` tells, as `plain_gradients` reads it, of an item of a tuple held
+    in a local variable when only the tuple refers to it; None (equal to no count) where an
+    item referred to from elsewhere as well would not tell more (an interpreter that counts
+    differently)."""
+    shared = np.empty(0)
+    items = (np.empty(0), shared)
+    alone = getrefcount(items[0])
+    return alone if getrefcount(items[1]) == alone + 1 else None
 
 
 def _plain_gradient(arg, cotangent, seen):
@@ -164,6 +189,7 @@ def _plain_gradient(arg, cotangent, seen):
 
 _NDARRAY = np.ndarray
 _SCALAR_SEEDS = (float, np.float64, type(None))
+_HELD_ONCE = _held_once()
 
 
 def _roots_in(seed) -> set:

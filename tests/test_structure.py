@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint import AdjointError, Tangent
+from adjoint import AdjointError, Tangent, runtime
 from adjoint.arguments import carries_gradient
 from adjoint.structure import structure
+import adjoint.structure as plain_path
 from adjoint.runtime.structs import tangent_fields, tangent_type
 
 Pair = collections.namedtuple("Pair", "W b")
@@ -253,3 +254,36 @@ def test_grad_of_a_model_returns_its_completed_structure():
     np.testing.assert_array_equal(g["layer"].W, [2.0, 2.0])
     np.testing.assert_array_equal(g["layer"].b, [0.0, 0.0])
     assert g["scale"] == 3.0 and g["steps"] is None and g["layer"].size is None
+
+
+# ---- plain_gradients: the API's common path -----------------------------------------------------
+
+def test_a_fresh_cotangent_only_the_results_hold_is_handed_back_as_it_is():
+    assert plain_path._HELD_ONCE is not None  # (else the common case is never taken on this interpreter)
+    cotangents = (np.ones(3),)
+    made = id(cotangents[0])  # (an id holds no reference)
+    (g,) = plain_path.plain_gradients((np.zeros(3),), cotangents, (0,), None)
+    assert id(g) == made
+
+
+def test_cotangents_that_share_memory_are_copied_whoever_holds_them():
+    x, y = np.zeros(3), np.zeros(2)
+    whole = np.arange(3.0)
+    cotangents = (whole, whole[:2])
+    del whole  # only the results hold it, and its view
+    gx, gy = plain_path.plain_gradients((x, y), cotangents, (0, 1), None)
+    assert not np.shares_memory(gx, gy)
+    np.testing.assert_array_equal(gy, [0.0, 1.0])
+    same = np.ones(3)
+    g0, g1 = plain_path.plain_gradients((x, x), (same, same), (0, 1), None)
+    assert g0 is not g1 and not np.shares_memory(g0, g1)
+    held = np.ones(3)  # the caller's seed: never handed back as a gradient
+    (g,) = plain_path.plain_gradients((x,), (held,), (0,), held)
+    assert not np.shares_memory(g, held)
+
+
+def test_tangents_of_gradients_are_made_like_their_arguments_first():
+    x = np.zeros((2, 3), dtype=np.float32)
+    (t,) = plain_path.plain_gradients((x,), (np.array([1.0, 2.0, 3.0]),), (0,), None, runtime.tangent_like)
+    assert t.dtype == np.float32 and t.shape == (2, 3)
+    np.testing.assert_array_equal(t[1], [1.0, 2.0, 3.0])
