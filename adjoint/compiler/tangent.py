@@ -75,6 +75,8 @@ class _Tangent(TangentCalls):
     def zero_of(self, expr):
         if isinstance(expr, gast.Constant) and type(expr.value) in (int, float):
             return syntax.const(type(expr.value)(0))
+        if isinstance(expr, gast.Constant) and expr.value is None:  # (what `zero_tangent(None)` is)
+            return syntax.const(None)
         return syntax.call(f"{self.alias}.zero_tangent", [syntax.copy_node(expr)])
 
     def has_tangent(self, expr) -> bool:

@@ -317,3 +317,15 @@ def test_forward_mode_over_a_pullback_writes_its_elementwise_rules_inline():
     plus = adjoint.grad(softmax_loss)(W + eps, x, y)
     minus = adjoint.grad(softmax_loss)(W - eps, x, y)
     np.testing.assert_allclose(product, (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-7)
+
+
+def scaled_and_nothing(x):
+    return (2.0 * x, None)
+
+
+def test_a_none_written_in_the_result_has_none_for_its_tangent():
+    text = jvp_source(scaled_and_nothing)
+    assert "zero_tangent" not in text and "dscaled_and_nothing = (dscaled_and_nothing_mul, None)" in text
+    value, tangent = adjoint.jvp(scaled_and_nothing, (X,), (np.ones(3),))
+    assert value[1] is None and tangent[1] is None
+    np.testing.assert_array_equal(tangent[0], 2.0 * np.ones(3))
