@@ -58,7 +58,7 @@ class Context:
 
     def __post_init__(self):
         if self.namer is None:
-            names = {n.id for n in syntax.walk(self.source.node) if isinstance(n, gast.Name)}
+            names = {n.id for n in self.source.nodes if type(n) is gast.Name}
             names |= set(getattr(getattr(self.fn, "__code__", None), "co_freevars", ()))
             self.namer = Namer(names)
             self.runtime_alias = self.namer.new("adj")

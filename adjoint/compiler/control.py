@@ -59,11 +59,12 @@ _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.Lambda)
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Rewrite `node`'s body to structured control flow (see the module docstring)."""
-    for child in syntax.walk(node):  # names the new flags must not shadow
-        if isinstance(child, _SCOPES[:3]) and child is not node:
+    for child in syntax.all_statements(node.body):  # names the new flags must not shadow (all bound by statements)
+        if isinstance(child, _SCOPES[:3]):
             ctx.namer.reserve(child.name)
-        elif isinstance(child, gast.alias):
-            ctx.namer.reserve((child.asname or child.name).split(".")[0])
+        elif isinstance(child, (gast.Import, gast.ImportFrom)):
+            for alias in child.names:
+                ctx.namer.reserve((alias.asname or alias.name).split(".")[0])
         elif isinstance(child, (gast.Global, gast.Nonlocal)):
             for name in child.names:
                 ctx.namer.reserve(name)
@@ -85,9 +86,9 @@ def _return_after_try(node, ctx) -> None:
     if not isinstance(ret, gast.Return) or ret.value is None or others:
         return
     result = ctx.namer.new(ctx.source.name if ctx.source.name != "<lambda>" else "out")
-    value = gast.copy_location(syntax.assign(result, ret.value), ret)
+    value = syntax.copy_location(syntax.assign(result, ret.value), ret)
     last.body[-1] = anno.copy_origin(ret, value)
-    node.body.append(anno.copy_origin(ret, gast.copy_location(syntax.returns(syntax.name(result)), ret)))
+    node.body.append(anno.copy_origin(ret, syntax.copy_location(syntax.returns(syntax.name(result)), ret)))
 
 
 class _Loop:
@@ -348,7 +349,7 @@ def _negate(test):
     """`not test`; `not not x` is written `x` (both take `bool(x)` once)."""
     if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
         return test.operand
-    return gast.copy_location(syntax.unary(gast.Not, test), test)
+    return syntax.copy_location(syntax.unary(gast.Not, test), test)
 
 
 def _any(flags):
@@ -361,7 +362,7 @@ def _at(source, node):
     """Give the new parts of `node` the origin and location of the user's `source`."""
     for child in syntax.walk(node):
         if not hasattr(child, "lineno") and "lineno" in child._attributes:
-            gast.copy_location(child, source)
+            syntax.copy_location(child, source)
             if isinstance(child, gast.stmt):
                 anno.copy_origin(source, child)
     return node

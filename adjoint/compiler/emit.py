@@ -28,19 +28,17 @@ def to_source(node: gast.FunctionDef, ctx: Context, title: str = "forward functi
 
 def printable(text: str) -> str:
     """`text` safe inside a one-line comment: no line breaks or other control characters."""
+    if text.isprintable():  # (as nearly every line is: no character is looked at alone)
+        return text
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _comment_bodies(function, ctx):
     function.body = _commented(function.body, ctx)
-    for stmt in list(syntax.statements(function.body)):
-        if isinstance(stmt, gast.FunctionDef):  # (a function is a statement: none hides in an expression)
-            _comment_bodies(stmt, ctx)
-        for body in syntax.bodies(stmt):
-            body[:] = _commented(body, ctx, anno.get(stmt, anno.ORIGIN))
 
 
 def _commented(body, ctx, previous=None):
+    """`body` with its comments, and the bodies nested in it commented (each walked once)."""
     out = []
     for stmt in body:
         origin = anno.get(stmt, anno.ORIGIN)
@@ -49,6 +47,11 @@ def _commented(body, ctx, previous=None):
             out.append(syntax.comment(f"line {origin}: {_user_line(ctx, origin)}"))
             previous = origin
         out.append(stmt)
+        if isinstance(stmt, gast.FunctionDef):  # (a function is a statement: none hides in an expression)
+            _comment_bodies(stmt, ctx)
+        else:
+            for nested in syntax.bodies(stmt):
+                nested[:] = _commented(nested, ctx, origin)
     return out
 
 

@@ -45,10 +45,22 @@ _HINT = "rewrite it without this construct, or move it into a function with an @
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Record a problem for every unsupported construct in `node`; return `node` unchanged."""
     _check_signature(node, ctx)
-    for stmt in node.body:
-        for child in syntax.walk(stmt):
+    before = len(ctx.problems)
+    for child in ctx.source.nodes if node is ctx.source.node else syntax.walk(node):  # (walked once, see `source`)
+        if type(child) in _CHECKED:
             _check_node(child, ctx)
+    if len(ctx.problems) > before:  # told again statement by statement: the order they are reported in
+        del ctx.problems[before:]
+        for stmt in node.body:
+            for child in syntax.walk(stmt):
+                _check_node(child, ctx)
     return node
+
+
+# what `_check_node` looks at (it passes any other node)
+_CHECKED = frozenset(_UNSUPPORTED) | {
+    gast.Try, gast.With, gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For, gast.comprehension,
+}
 
 
 def _check_signature(node, ctx):

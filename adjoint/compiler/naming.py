@@ -36,7 +36,9 @@ class Namer:
 
 
 def _clean(base: str) -> str:
-    text = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "value"
+    if not base.replace("_", "").isalnum():  # (most are clean already: not looked at character by character)
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
+    text = base.strip("_") or "value"
     return "_" + text if text[0].isdigit() else text
 
 

@@ -53,8 +53,9 @@ from .naming import OPERATOR_TAGS
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    """Rewrite `node`'s body into A-normal form (see the module docstring)."""
-    local_names = assigned_names(node)
+    """Rewrite `node`'s body into A-normal form (see the module docstring); `ctx.local_names`
+    become the names the function assigns before it (the later passes read them)."""
+    local_names = ctx.local_names = assigned_names(node)
     positional = node.args.posonlyargs + node.args.args
     method_of_a_class = positional and "__class__" in ctx.fn.__code__.co_freevars
     normalizer = _Normalizer(ctx, local_names, positional[0].id if method_of_a_class else None)
@@ -200,7 +201,7 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
     def _emit(self, stmt):
         anno.copy_origin(self.origin, stmt)
         if not hasattr(stmt, "lineno") and hasattr(self.origin, "lineno"):
-            gast.copy_location(stmt, self.origin)
+            syntax.copy_location(stmt, self.origin)
         self.out.append(stmt)
 
     def _temp(self, hint, rhs):
@@ -235,7 +236,7 @@ class _Normalizer(Lowering, Iteration, ItemUpdates, Unpacking):
         expr = _fold_sign(expr)
         new = self._rhs(expr, hint)
         if new is not expr and hasattr(expr, "lineno"):
-            gast.copy_location(new, expr)  # problems point at the user's expression
+            syntax.copy_location(new, expr)  # problems point at the user's expression
         return new
 
     def _rhs(self, expr, hint: str):

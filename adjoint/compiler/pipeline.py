@@ -72,8 +72,6 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     node = fence.transform(ctx.source.node, ctx)
     ctx.check()
     for name, transform in PASSES if mode == REVERSE else TANGENT_PASSES:
-        if name == "normalize":
-            ctx.local_names = normalize.assigned_names(node)
         node = transform(node, ctx)
         _debug(name, node)
         if name == until:

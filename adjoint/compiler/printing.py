@@ -41,9 +41,73 @@ def unparse(node) -> str:
 
 
 if _READS_GAST:
+    _Precedence = ast._Precedence
+    _ATOM, _TUPLE_PRECEDENCE, _TEST = _Precedence.ATOM, _Precedence.TUPLE, _Precedence.TEST
+    # an operator's class -> how it is written, its precedence, and its operands' (as `visit_BinOp` finds them)
+    _BINARY = {}
+    for _symbol_of in (gast, ast):
+        for _name, _symbol in _Unparser.binop.items():
+            _precedence = _Unparser.binop_precedence[_symbol]
+            _BINARY[getattr(_symbol_of, _name)] = (f" {_symbol} ", _precedence) + (
+                (_precedence.next(), _precedence) if _symbol in _Unparser.binop_rassoc else (_precedence, _precedence.next())
+            )
+
     class _GastUnparser(_Unparser):
         """`ast._Unparser` for trees of gast nodes (and the `ast` nodes converted from the few it
-        prints as `ast`)."""
+        prints as `ast`). The methods it runs for most nodes are written again without what
+        costs as much as the text they write: finding the method by the class's name, context
+        managers for brackets, reading the precedences' enum."""
+
+        def traverse(self, node):
+            if isinstance(node, list):
+                for item in node:
+                    self.traverse(item)
+            else:
+                visitor = _VISITORS.get(type(node)) or _visitor(type(node))
+                visitor(self, node)
+
+        def fill(self, text=""):
+            if self._source:
+                self._source.append("\n")
+            self._source.append("    " * self._indent + text)
+
+        def visit_Name(self, node):
+            self._source.append(node.id)
+
+        def visit_Assign(self, node):
+            self.fill()
+            for target in node.targets:
+                self._precedences[target] = _TUPLE_PRECEDENCE
+                self.traverse(target)
+                self._source.append(" = ")
+            self.traverse(node.value)
+            if type_comment := self.get_type_comment(node):
+                self._source.append(type_comment)
+
+        def visit_BinOp(self, node):
+            symbol, precedence, left, right = _BINARY[type(node.op)]
+            parenthesised = self._precedences.get(node, _TEST) > precedence
+            if parenthesised:
+                self._source.append("(")
+            self._precedences[node.left] = left
+            self.traverse(node.left)
+            self._source.append(symbol)
+            self._precedences[node.right] = right
+            self.traverse(node.right)
+            if parenthesised:
+                self._source.append(")")
+
+        def visit_Call(self, node):
+            self._precedences[node.func] = _ATOM
+            self.traverse(node.func)
+            self._source.append("(")
+            comma = False
+            for argument in node.args + node.keywords:
+                if comma:
+                    self._source.append(", ")
+                comma = True
+                self.traverse(argument)
+            self._source.append(")")
 
         def get_raw_docstring(self, node):
             if not isinstance(node, _FUNCTIONS) or not node.body:
@@ -75,16 +139,17 @@ if _READS_GAST:
                     self.traverse(node.orelse)
 
         def visit_Subscript(self, node):
-            self.set_precedence(ast._Precedence.ATOM, node.value)
+            self._precedences[node.value] = _ATOM
             self.traverse(node.value)
-            with self.delimit("[", "]"):
-                if isinstance(node.slice, _TUPLE) and node.slice.elts:  # `a[i, j]`, not `a[(i, j)]`
-                    self.items_view(self.traverse, node.slice.elts)
-                else:
-                    self.traverse(node.slice)
+            self._source.append("[")
+            if isinstance(node.slice, _TUPLE) and node.slice.elts:  # `a[i, j]`, not `a[(i, j)]`
+                self.items_view(self.traverse, node.slice.elts)
+            else:
+                self.traverse(node.slice)
+            self._source.append("]")
 
         def visit_Attribute(self, node):
-            self.set_precedence(ast._Precedence.ATOM, node.value)
+            self._precedences[node.value] = _ATOM
             self.traverse(node.value)
             value = node.value
             if isinstance(value, _CONSTANT) and isinstance(value.value, int) and not stdlib_ast.negative(value.value):
@@ -125,3 +190,10 @@ if _READS_GAST:
 
         def visit_Match(self, node):
             super().visit_Match(stdlib_ast.to_ast(node))
+
+    _VISITORS: dict[type, object] = {}
+
+    def _visitor(kind):
+        """`_GastUnparser`'s method for nodes of class `kind`, looked up once."""
+        found = _VISITORS[kind] = getattr(_GastUnparser, "visit_" + kind.__name__, _GastUnparser.generic_visit)
+        return found

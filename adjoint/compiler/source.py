@@ -1,12 +1,14 @@
 """Get a function's syntax tree with true file positions.
 
-Parses the function's whole file (through `linecache`, so notebooks and adjoint's own
-generated code work too) and picks the `def` or `lambda` by its code object's first line,
-name and, for lambdas sharing a line, column. This avoids `inspect.getsource`'s pitfalls:
-dedenting methods with multi-line strings, lambdas sharing a statement, decorators. A file is
-parsed once per text (`linecache` is asked to check the file first, so a file edited and
-reloaded is read again), and each function gets its part of the tree converted to gast (only
-that part: converting a whole module would cost more than parsing it).
+Reads the function's file through `linecache` (so notebooks and adjoint's own generated code
+work too; the file is checked first, so one edited and reloaded is read again). A `def` is
+parsed from its own lines, found by its code object's line numbers and parsed at their true
+lines and columns (most of a file is other functions: parsing it all would cost more than
+the rest of reading one); a lambda, or a `def` whose lines the code cannot tell, is picked
+from its whole file, parsed once per text, by its first line, name and, for lambdas sharing a
+line, column. This avoids `inspect.getsource`'s pitfalls: dedenting methods with multi-line
+strings, lambdas sharing a statement, decorators. Only the function's part of the tree is
+converted to gast.
 
 Guarantees: the returned `FunctionDef` (a lambda is rewritten into one returning its body)
 is a private copy whose statements carry `ORIGIN` annotations, and its parameter names match
@@ -15,11 +17,13 @@ the code object that runs (or an error says the file changed since it was import
 
 from __future__ import annotations
 
+import __future__
 import ast
 import dataclasses
 import functools
 import inspect
 import linecache
+import operator
 import os
 import types
 
@@ -42,6 +46,12 @@ class FunctionSource:
     def line(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
 
+    @functools.cached_property
+    def nodes(self) -> list:
+        """Every node of `node` as `get_source` made it (`syntax.walk`), walked once for what
+        reads the tree before any pass changes it (`Context`, `fence`, `within`)."""
+        return syntax.walk(self.node)
+
 
 def get_source(fn) -> FunctionSource:
     """The syntax tree of Python function `fn`, or an `AdjointError` saying why there is none."""
@@ -56,8 +66,11 @@ def get_source(fn) -> FunctionSource:
             "Define it in a .py file or a notebook cell, or register a rule for it with "
             "@adjoint.rrule."
         )
-    module = _parse_lines(code.co_filename, tuple(lines))
-    node = _find(module, code)
+    lines = tuple(lines)
+    own = _own_lines(code, lines)
+    node = _definition(code.co_filename, *own, code) if own is not None else None
+    if node is None:
+        own, node = None, _find(_parse_lines(code.co_filename, lines), code)
     if node is None:
         raise AdjointError(
             f"adjoint cannot find `{fn.__qualname__}` in {code.co_filename} at line "
@@ -66,7 +79,7 @@ def get_source(fn) -> FunctionSource:
     node = _as_function(_converted(node))
     _mangle_private_attributes(node, getattr(fn, "__qualname__", ""))
     _check_parameters(node, code, fn)
-    _check_unchanged(code, fn, tuple(lines))
+    _check_unchanged(code, fn, lines, own)
     return FunctionSource(node, code.co_filename, list(lines), code.co_name)
 
 
@@ -107,6 +120,59 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip()) if line.strip() else 0
 
 
+def _own_lines(code, lines) -> tuple[int, str] | None:
+    """`(first line, text)` of the `def` of `code` alone, padded to start at its true line and
+    column (an indented one inside `if 1:`), or None for a lambda. Its lines run from its first
+    (decorator) line on while they are blank, comments, indented deeper than the `def`, or
+    close a bracket (a parameter list, a decorator's arguments): the next statement is the first
+    at the `def`'s indent after the `def`. A line of its that reads otherwise (a string or a
+    bracket running on at a lesser indent) cuts it short inside that line, where it does not
+    parse: the whole file is read instead."""
+    first = code.co_firstlineno
+    if code.co_name == "<lambda>" or not 0 < first <= len(lines):
+        return None
+    head = lines[first - 1].lstrip()
+    if not head.startswith(_HEADS):
+        return None
+    indent, seen_def, last = _indent(lines[first - 1]), head[0] != "@", first
+    while last < len(lines):
+        line = lines[last]
+        text = line.lstrip()
+        if text and text[0] not in "#)]}" and len(line) - len(text) <= indent:
+            if seen_def or not text.startswith(_HEADS):
+                break
+            seen_def = text[0] != "@"
+        last += 1
+    if not indent:
+        return first, "\n" * (first - 1) + "".join(lines[first - 1 : last])
+    if first == 1:
+        return None
+    return first, "\n" * (first - 2) + "if 1:\n" + "".join(lines[first - 1 : last])
+
+
+_HEADS = ("def ", "async def ", "@")
+
+
+def _definition(filename, first, text, code):
+    """The function of `code` in its own lines `(first, text)` (`_own_lines`), or None."""
+    module = _parse_definition(filename, first, text)
+    found = module.body[-1] if module is not None and module.body else None
+    if isinstance(found, ast.If):
+        found = found.body[0]
+    if not isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) or found.name != code.co_name:
+        return None
+    return found if (found.decorator_list[0] if found.decorator_list else found).lineno == first else None
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_definition(filename, first, text) -> ast.Module | None:
+    """A function's own lines parsed, once per text; never changed (`_converted` copies)."""
+    try:
+        return syntax.parse_stdlib(text)
+    except SyntaxError:
+        return None  # (cut short: `_own_lines`)
+
+
 def _mangle_private_attributes(node, qualname: str) -> None:
     """`self.__W` in a method of `Model` as `self._Model__W`, as Python's compiler writes it:
     generated code runs outside the class body, where Python would not."""
@@ -143,19 +209,10 @@ def _converted(node) -> gast.AST:
     """The gast tree of a function's `ast` node (a new tree: the function's private copy), every
     statement annotated with its `ORIGIN`."""
     converted = syntax.from_stdlib(node)
-    todo = [converted]
-    for current in todo:  # (grows while it is read) statements are only ever in these lists: no expression is walked
+    for current in syntax.all_statements([converted]):
         if isinstance(current, gast.stmt):
             anno.set_(current, anno.ORIGIN, current.lineno)
-        for field in _STATEMENT_LISTS:
-            found = getattr(current, field, None)
-            if type(found) is list:
-                todo += found
     return converted
-
-
-# the fields holding statements (or the handlers and `match` cases holding them)
-_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _find(module, code):
@@ -212,28 +269,71 @@ def _as_function(node):
     return function
 
 
-def _check_unchanged(code, fn, lines):
+def _check_unchanged(code, fn, lines, own=None):
     """Refuse a file edited after import: the function compiled from the text as it is now
-    must be the code that runs. (Only for real files; pytest-rewritten asserts are skipped.)"""
+    must be the code that runs. (Only for real files; pytest-rewritten asserts are skipped.)
+    A function at module level is first compiled from its own lines `own` (`_own_lines`) alone,
+    which is quicker; where that gives other code (a call of a method of a module is compiled
+    one way or another by whether an `import` bound the module's name), and for any other
+    function, its whole file tells."""
     if not os.path.isfile(code.co_filename) or any(n.startswith("@py") for n in code.co_names):
         return
-    module_code = _compile_lines(code.co_filename, lines)
-    if module_code is None:
+    if own is not None and "." not in code.co_qualname and _written_as(code, _compiled_alone(code, fn, own)):
         return
-    written = [c for c in _code_objects(module_code) if (c.co_name, c.co_firstlineno) == (code.co_name, code.co_firstlineno)]
-    if written and not any(_same_code(c, code) for c in written):
+    if _written_as(code, _compile_lines(code.co_filename, lines)) is False:
         raise AdjointError(
             f"the source of `{fn.__qualname__}` in {code.co_filename} is not the code that runs: "
             "the file was edited after it was imported. Reload it."
         )
 
 
+def _written_as(code, module_code) -> bool | None:
+    """Whether `module_code` holds `code` (None: it holds no function at its line, or there is
+    no `module_code`: it cannot tell)."""
+    if module_code is None:
+        return None
+    written = [c for c in _code_objects(module_code) if (c.co_name, c.co_firstlineno) == (code.co_name, code.co_firstlineno)]
+    return any(_same_code(c, code) for c in written) if written else None
+
+
+def _compiled_alone(code, fn, own):
+    """Module code of a function's own lines, compiled under the `__future__` imports its code
+    records, with its names that hold modules bound by an `import` (as they most likely were)."""
+    names = getattr(fn, "__globals__", {})
+    modules = tuple(sorted({n for n in code.co_names if isinstance(names.get(n), types.ModuleType)}))
+    return _compile_definition(code.co_filename, *own, code.co_flags & _FUTURE_FLAGS, modules)
+
+
 @functools.lru_cache(maxsize=64)
 def _compile_lines(filename, lines):
-    try:  # (from the tree `_parse_lines` made of the same text: the same code, without parsing it again)
-        return compile(_parse_lines(filename, lines), filename, "exec", dont_inherit=True)
+    try:
+        return compile("".join(lines), filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None
+
+
+@functools.lru_cache(maxsize=64)
+def _compile_definition(filename, first, text, flags, modules):
+    """`_compile_lines` of a function's own lines (from the tree `_parse_definition` made of
+    them, without parsing them again), `import`ing `modules` after it."""
+    module = _parse_definition(filename, first, text)
+    if module is None:
+        return None
+    end = module.body[-1].end_lineno + 1
+    imports = [ast.Import(names=[ast.alias(name=n, lineno=end, col_offset=0, end_lineno=end, end_col_offset=0) for n in modules],
+                          lineno=end, col_offset=0, end_lineno=end, end_col_offset=0)] if modules else []
+    try:
+        return compile(ast.Module(body=module.body + imports, type_ignores=[]), filename, "exec", flags, dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError):
+        return None
+
+
+# what `__future__` imports set in `co_flags`, as `compile` takes them (`nested_scopes` and
+# `generators` are always on: the bits theirs would set mean other things there)
+_FUTURE_FLAGS = functools.reduce(operator.or_, (
+    getattr(__future__, feature).compiler_flag for feature in __future__.all_feature_names
+    if feature not in ("nested_scopes", "generators")
+))
 
 
 def _code_objects(code):

@@ -124,6 +124,15 @@ class _SSA:
     def __init__(self, ctx, params):
         self.ctx = ctx
         self.defined = set(params)
+        self._loads: dict[int, tuple] = {}  # id(statement) -> (statement, `_loads` of it)
+
+    def loads(self, stmt) -> set:
+        """`_loads(stmt)`, read once: a statement is asked again (by the blocks and loops around
+        it) only before it is renamed, which is when it is reached."""
+        found = self._loads.get(id(stmt))
+        if found is None or found[0] is not stmt:
+            found = self._loads[id(stmt)] = (stmt, _loads(stmt))
+        return found[1]
 
     def fresh(self, name: str) -> str:
         if name in self.defined:
@@ -136,11 +145,9 @@ class _SSA:
     def block(self, stmts, current: dict, later: set) -> list:
         """`stmts` renamed; `later` holds the names read after them (then read the new names)."""
         out = []
-        reads_after = [set() for _ in stmts]
-        for index in range(len(stmts) - 2, -1, -1):
-            reads_after[index] = reads_after[index + 1] | _loads_in(stmts[index + 1])
-        for stmt, after in zip(stmts, reads_after):
-            out.extend(self.statement(stmt, current, after | later))
+        reads_after = _reads_after(stmts, later, self.loads)
+        for index, stmt in enumerate(stmts):
+            out.extend(self.statement(stmt, current, reads_after.get(index, later)))
         return out
 
     def statement(self, stmt, current, later) -> list:
@@ -154,7 +161,7 @@ class _SSA:
             stmt.body = self.block(stmt.body, current, later)
             return [stmt]
         if isinstance(stmt, gast.Try):
-            stmt.body = self.block(stmt.body, current, later | _loads_in(stmt.finalbody))
+            stmt.body = self.block(stmt.body, current, later | _loads_in(stmt.finalbody, self.loads))
             stmt.finalbody = self.block(stmt.finalbody, current, later)
             return [stmt]
         _Rename(current).visit(stmt)
@@ -211,7 +218,7 @@ class _SSA:
 
     def _loop(self, loop, current, later) -> list:
         targets = syntax.stored_names(loop.target) if isinstance(loop, gast.For) else set()
-        exposed = _exposed(loop.body, set(targets))
+        exposed = _exposed(loop.body, set(targets), self.loads)
         # what the next iteration reads before assigning it (computed before any renaming)
         again = exposed | syntax.load_names(_header(loop))
         if isinstance(loop, gast.For):
@@ -250,6 +257,22 @@ class _SSA:
         return before + [loop] + after
 
 
+def _reads_after(stmts, later: set, loads) -> dict:
+    """`{index: the names read after stmts[index], or later}` for the statements that ask (the
+    ones with bodies: a simple statement renames what it reads, whatever is read after it),
+    from the statements as they are before any is renamed."""
+    asking = {index for index, stmt in enumerate(stmts) if type(stmt) in _WITH_BODIES}
+    found, reads = {}, set(later)
+    for index in range(len(stmts) - 1, min(asking) - 1, -1) if asking else ():
+        if index in asking:
+            found[index] = set(reads)
+        reads |= _loads_in(stmts[index], loads)
+    return found
+
+
+_WITH_BODIES = (gast.If, gast.For, gast.While, gast.With, gast.Try)
+
+
 def _phi(target: str, source, kind: str, origin, ctx=None, name=None) -> gast.Assign:
     """`target = source`, or `target = adj.unbound("name")` when `source` is None."""
     if source is None:
@@ -273,37 +296,38 @@ def _rename_everywhere(body, old: str, new: str) -> None:
             anno.set_(stmt, anno.LOOP, renamed)
 
 
-def _loads_in(node) -> set:
-    """Every name read in `node` (a statement or a body), nested functions' free names included."""
+def _loads_in(node, loads) -> set:
+    """Every name read in `node` (a statement or a body), nested functions' free names included
+    (`loads`: `_loads` of a statement, as `_SSA.loads` remembers it)."""
     names = set()
     for stmt in node if isinstance(node, list) else [node]:
         for child in syntax.statements([stmt]):
-            names |= _loads(child) if not syntax.bodies(child) else syntax.load_names(
+            names |= loads(child) if not syntax.bodies(child) else syntax.load_names(
                 child.iter if isinstance(child, gast.For) else getattr(child, "test", syntax.const(None)))
             if isinstance(child, gast.With):
                 names |= set().union(*(syntax.load_names(i.context_expr) for i in child.items))
     return names
 
 
-def _exposed(body, assigned: set) -> set:
+def _exposed(body, assigned: set, loads) -> set:
     """Names `body` may read before assigning them (`assigned` holds those already assigned)."""
     exposed = set()
     for stmt in body:
         if isinstance(stmt, gast.If) and not syntax.is_break_check(stmt):
             exposed |= syntax.load_names(stmt.test) - assigned
             arms = [set(assigned) for _ in range(2)]
-            exposed |= _exposed(stmt.body, arms[0]) | _exposed(stmt.orelse, arms[1])
+            exposed |= _exposed(stmt.body, arms[0], loads) | _exposed(stmt.orelse, arms[1], loads)
             assigned |= arms[0] & arms[1]
         elif isinstance(stmt, (gast.For, gast.While)):
             header = stmt.iter if isinstance(stmt, gast.For) else stmt.test
             exposed |= syntax.load_names(header) - assigned
             inner = set(assigned) | (syntax.stored_names(stmt.target) if isinstance(stmt, gast.For) else set())
-            exposed |= _exposed(stmt.body, inner)
+            exposed |= _exposed(stmt.body, inner, loads)
         elif isinstance(stmt, (gast.With, gast.Try)):
             for body_ in syntax.bodies(stmt):
-                exposed |= _exposed(body_, assigned)
+                exposed |= _exposed(body_, assigned, loads)
         else:
-            exposed |= _loads(stmt) - assigned
+            exposed |= loads(stmt) - assigned
             assigned |= syntax.stored_names(stmt)
     return exposed
 
@@ -320,12 +344,25 @@ def _loads(stmt) -> set:
     return names
 
 
+_SCOPES = (gast.FunctionDef, gast.Lambda)
+
+
 class _Rename(syntax.Transformer):
     """Rename loads (`stores=False`), stores (`True`) or both (`None`) by `mapping`. Inside a
     nested function or lambda, only the names it reads from the enclosing function."""
 
     def __init__(self, mapping, stores=False):
         self.mapping, self.stores = mapping, stores
+
+    def visit(self, node):
+        """Rename in place: nothing is replaced, so where no function or lambda is nested (whose
+        names are its own), the names of a plain walk, quicker than a transformer's."""
+        names = syntax.name_nodes(node)
+        if names is None:
+            return super().visit(node)
+        for name in names:
+            self.visit_Name(name)
+        return node
 
     def visit_body(self, body):
         for stmt in body:

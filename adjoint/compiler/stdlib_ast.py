@@ -40,33 +40,47 @@ def _to_gast(node):
     if special is not None:
         new = special(node)
         if new is not None:
+            fields = new.__dict__
             for attribute in node._attributes:
-                if hasattr(node, attribute):
-                    setattr(new, attribute, getattr(node, attribute))
+                value = getattr(node, attribute, _MISSING)
+                if value is not _MISSING:
+                    fields[attribute] = value
             return new
     target = _gast_classes.get(kind) or _gast_class(kind)
     new = target.__new__(target)
     converted = new.__dict__  # (where a node's constructor puts its fields too)
-    for key, value in node.__dict__.items():  # its fields and its position, as the parser set them
+    state = node.__dict__
+    converted.update(state)  # its fields and its position, as the parser set them; then the nodes among them converted
+    for key in kind._fields:
+        value = state.get(key)
         if type(value) is list:
-            value = [_to_gast(v) if isinstance(v, _AST) else v for v in value]  # (no field holds lists of lists)
+            converted[key] = [_to_gast(v) if isinstance(v, _AST) else v for v in value]  # (no field holds lists of lists)
         elif isinstance(value, _AST):
-            value = _to_gast(value)
-        converted[key] = value
+            converted[key] = _to_gast(value)
     if kind in _GAINS_TYPE_PARAMS:
         new.type_params = []
     return new
 
 
-_AST = ast.AST
+_AST, _MISSING = ast.AST, object()
 
 
 def _name_to_gast(node):
-    return gast.Name(id=node.id, ctx=_to_gast(node.ctx), annotation=None, type_comment=None)
+    return _gast_name(node.id, _to_gast(node.ctx), None, None)
 
 
 def _arg_to_gast(node):
-    return gast.Name(id=node.arg, ctx=gast.Param(), annotation=to_gast(node.annotation), type_comment=node.type_comment)
+    return _gast_name(node.arg, gast.Param(), to_gast(node.annotation), node.type_comment)
+
+
+def _gast_name(identifier, ctx, annotation, type_comment):
+    """The `gast.Name` its constructor makes (a call in Python, for the commonest node)."""
+    new = _Name.__new__(_Name)
+    new.__dict__.update(id=identifier, ctx=ctx, annotation=annotation, type_comment=type_comment)
+    return new
+
+
+_Name = gast.Name
 
 
 def _handler_to_gast(node):

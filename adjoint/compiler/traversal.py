@@ -12,7 +12,9 @@ from __future__ import annotations
 import gast
 
 _AST, _Name, _Load, _Store, _FunctionDef, _Lambda = gast.AST, gast.Name, gast.Load, gast.Store, gast.FunctionDef, gast.Lambda
-_LEAF_TYPES = (str, int, bool, object, list[str])  # as gast declares its fields (`_field_types`)
+# as gast declares its fields (`_field_types`): an optional string (a type comment, a keyword's
+# name) is no node either, and the hottest node classes have one (`Name`, `Assign`, `Constant`)
+_LEAF_TYPES = (str, int, bool, object, list[str], str | None, int | None)
 _child_fields_of: dict[type, tuple[str, ...]] = {}
 _fields_of_class: dict[type, tuple[tuple[str, bool], ...]] = {}
 
@@ -48,18 +50,6 @@ def _add_children(node, todo: list) -> None:
             todo.append(value)
 
 
-def _add_parts(node, todo: list) -> None:
-    """`_add_children`, for a walk that skips what is no node itself (`None`, a string), which
-    has no parts to add: the hottest walks, collecting names, save the checks."""
-    fields = _child_fields_of.get(type(node))
-    for field in _child_fields(type(node)) if fields is None else fields:
-        value = getattr(node, field, None)
-        if type(value) is list:
-            todo += value
-        elif value is not None:
-            todo.append(value)
-
-
 def child_nodes(node) -> list:
     """The nodes directly inside `node`, in field order (as `gast.iter_child_nodes`)."""
     found = []
@@ -76,10 +66,19 @@ def walk(node) -> list:
     found = [node]
     append, extend, fields_of = found.append, found.extend, _child_fields_of
     for current in found:  # (grows while it is read: breadth first)
-        fields = fields_of.get(type(current))
+        cls = type(current)
+        if cls is _Name:  # the commonest node, read without the loop below: a context, maybe an annotation
+            if current.ctx is not None:
+                append(current.ctx)
+            if current.annotation is not None:
+                append(current.annotation)
+            continue
+        fields = fields_of.get(cls)
         if fields is None:
-            fields = _child_fields(type(current))
-        state = current.__dict__ if fields else None  # (where a node keeps its fields)
+            fields = _child_fields(cls)
+        if not fields:  # a context, an operator, a constant
+            continue
+        state = current.__dict__  # (where a node keeps its fields)
         for field in fields:  # `_add_children`, inlined: walks are the passes' hottest loop
             value = state.get(field)
             if value is None:
@@ -89,6 +88,26 @@ def walk(node) -> list:
             elif isinstance(value, _AST):
                 append(value)
     return found
+
+
+def all_statements(body: list) -> list:
+    """Every statement in `body`, at any depth: in nested functions and classes too, with the
+    `except` handlers and `match` cases that hold some (no expression is walked, so no lambda
+    is entered: none holds a statement).
+
+    >>> [type(n).__name__ for n in all_statements(gast.parse("def f():\\n    if a:\\n        pass").body)]
+    ['FunctionDef', 'If', 'Pass']
+    """
+    found = list(body)
+    for current in found:  # (grows while it is read)
+        for field in _STATEMENT_LISTS:
+            value = getattr(current, field, None)
+            if type(value) is list:
+                found += value
+    return found
+
+
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def load_names(node) -> set[str]:
@@ -111,7 +130,38 @@ def load_names(node) -> set[str]:
         fields = fields_of.get(cls)
         if fields is None:
             fields = _child_fields(cls)
-        if fields:  # `_add_parts`, inlined
+        if fields:  # its parts, inlined: what is no node (None, a string) has none, and is skipped when reached
+            state = current.__dict__
+            for field in fields:
+                value = state.get(field)
+                if type(value) is list:
+                    todo += value
+                elif value is not None:
+                    append(value)
+    return names
+
+
+def name_nodes(node) -> list | None:
+    """The `Name` nodes inside `node` (their annotations not entered), or None where a function
+    or lambda is in it (whose names are its own: the caller walks it its own way).
+
+    >>> [n.id for n in name_nodes(gast.parse("y = f(x)").body[0])], name_nodes(gast.parse("f = lambda: x"))
+    (['y', 'f', 'x'], None)
+    """
+    names = []
+    todo = [node]
+    append, fields_of = todo.append, _child_fields_of
+    for current in todo:
+        cls = type(current)
+        if cls is _Name:
+            names.append(current)
+            continue
+        if cls is _FunctionDef or cls is _Lambda:
+            return None
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _child_fields(cls)
+        if fields:  # (as in `load_names`)
             state = current.__dict__
             for field in fields:
                 value = state.get(field)
@@ -238,7 +288,7 @@ def stored_names(node) -> set[str]:
             fields = fields_of.get(cls)
             if fields is None:
                 fields = _child_fields(cls)
-            if fields:  # `_add_parts`, inlined
+            if fields:  # (as in `load_names`)
                 state = current.__dict__
                 for field in fields:
                     value = state.get(field)
@@ -272,19 +322,30 @@ def scope_reads(node) -> set[str]:
     """
     names = set()
     todo = [node]
+    append, fields_of = todo.append, _child_fields_of
     for current in todo:
         cls = type(current)
         if cls is _Name:
             if type(current.ctx) is _Load:
                 names.add(current.id)
             if current.annotation is not None:
-                todo.append(current.annotation)
+                append(current.annotation)
         elif cls is _FunctionDef or cls is _Lambda:
             names |= free_names(current)
             todo.extend(default_values(current))
             todo.extend(getattr(current, "decorator_list", []))
         else:
-            _add_parts(current, todo)
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = _child_fields(cls)
+            if fields:  # (as in `load_names`)
+                state = current.__dict__
+                for field in fields:
+                    value = state.get(field)
+                    if type(value) is list:
+                        todo += value
+                    elif value is not None:
+                        append(value)
     return names
 
 

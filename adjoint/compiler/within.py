@@ -27,7 +27,7 @@ from .context import Context
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Write `within_gradient()` as `True` in `node`'s body and drop what that rules out."""
-    if not _may_fold(node.body):
+    if not _may_fold(ctx.source.nodes if node is ctx.source.node else [n for stmt in node.body for n in syntax.walk(stmt)]):
         return node
     args = node.args
     parameters = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
@@ -46,18 +46,25 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     return node
 
 
-def _may_fold(body) -> bool:
-    """Whether `_Folder` could change anything in `body` (most functions have nothing it folds,
-    and looking is quicker than folding): a call without arguments (`within_gradient()` may be
-    one), `not` of a constant, or a test settled by a constant (`if True:`, `while x and False:`)."""
-    for child in (n for stmt in body for n in syntax.walk(stmt)):
-        if isinstance(child, gast.Call) and not child.args and not child.keywords:
-            return True
-        if isinstance(child, gast.UnaryOp) and isinstance(child.op, gast.Not) and isinstance(child.operand, gast.Constant):
-            return True
-        if isinstance(child, (gast.If, gast.While, gast.IfExp, gast.Assert)) and _has_constant_arm(child.test):
+def _may_fold(nodes) -> bool:
+    """Whether `_Folder` could change anything among `nodes` (most functions have nothing it
+    folds, and looking is quicker than folding): a call without arguments (`within_gradient()`
+    may be one), `not` of a constant, or a test settled by a constant (`if True:`,
+    `while x and False:`). (Given more than the body's nodes, it may answer yes for nothing.)"""
+    for child in nodes:
+        kind = type(child)
+        if kind is gast.Call:
+            if not child.args and not child.keywords:
+                return True
+        elif kind is gast.UnaryOp:
+            if isinstance(child.op, gast.Not) and isinstance(child.operand, gast.Constant):
+                return True
+        elif kind in _TESTED and _has_constant_arm(child.test):
             return True
     return False
+
+
+_TESTED = (gast.If, gast.While, gast.IfExp, gast.Assert)
 
 
 def _has_constant_arm(test) -> bool:

@@ -51,6 +51,22 @@ def test_all_problems_are_reported_together_with_locations():
     assert __file__ in message
 
 
+def test_problems_are_reported_in_the_order_of_the_statements():
+    # (the statements' order, not that of one walk of the whole tree, where the `BOX.value`
+    # target would come before the comprehension and the `:=` nested deeper in earlier lines)
+    start = many_problems.__code__.co_firstlineno
+    assert [p.line for p in refused(many_problems).problems] == [start + 2, start + 3, start + 4, start + 5]
+
+
+def with_a_refused_construct_in_a_default(x, sizes={size for size in (1, 2)}):  # noqa: B006
+    return np.sum(x * x) * len(sizes)
+
+
+def test_a_default_value_is_not_fenced():
+    # only the body is differentiated: a default is evaluated when the function is defined
+    check_grad(with_a_refused_construct_in_a_default, X)
+
+
 def test_problem_shows_source_line_with_caret_under_the_construct():
     error = refused(many_problems)
     problem = next(p for p in error.problems if "set comprehensions" in p.message)

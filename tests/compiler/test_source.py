@@ -1,5 +1,6 @@
 """compiler.source: finding a function's tree in its file, and refusing when there is none."""
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -13,8 +14,10 @@ import numpy as np
 import pytest
 
 import adjoint
+from adjoint.testing import check_grad
 
 from support import load_module
+from adjoint.compiler import syntax
 from adjoint.compiler.source import get_source
 
 
@@ -123,12 +126,12 @@ def test_source_edited_after_import_is_detected(tmp_path):
         adjoint.pullback(module.f, np.arange(3.0))
 
 
-# ---- a file is parsed once per text -------------------------------------------------------------
+# ---- a function's own lines are parsed, once per text ------------------------------------------
 
 TWO_FUNCTIONS = "import numpy as np\n\ndef f(x):\n    return np.sum(x ** {power})\n\ndef g(x):\n    return f(x) * 2.0\n"
 
 
-def test_a_file_is_parsed_once_for_all_its_functions(tmp_path, monkeypatch):
+def test_a_function_is_parsed_from_its_own_lines_once(tmp_path, monkeypatch):
     from adjoint.compiler import source
 
     path = tmp_path / "parsed_once.py"
@@ -137,7 +140,88 @@ def test_a_file_is_parsed_once_for_all_its_functions(tmp_path, monkeypatch):
     parses = []
     monkeypatch.setattr(source.syntax, "parse_stdlib", lambda text, parse=source.syntax.parse_stdlib: parses.append(text) or parse(text))
     assert (get_source(module.f).node.name, get_source(module.g).node.name) == ("f", "g")
-    assert len(parses) == 1
+    assert get_source(module.f).node.lineno == 3
+    assert [("def f" in text, "def g" in text, "import" in text) for text in parses] == [(True, False, False), (False, True, False)]
+
+
+OWN_LINES = '''import numpy as np
+
+
+class Model:
+    @staticmethod
+    def scaled(
+        x,
+        scale=2.0,
+    ):
+        """Its docstring
+at column zero."""
+        return np.sum(x * scale)
+
+    @staticmethod
+    def shifted(x, y):
+        return np.sum(x + y)  # no statement follows at this indent: the class is read to its end
+
+
+try:
+    import math
+except ImportError:
+    pass
+else:
+    def padded(x, y):
+        # a comment at column zero, then more of the body:
+# and one
+        return np.sum(x *
+  y) + math.pi
+    def indented(x, y):
+        return np.sum(np.sin(x) * y)
+    other = 1
+
+
+def last(x, y):
+    return np.linalg.norm(x) * y
+    pass'''
+
+
+@pytest.mark.parametrize("name, alone", [
+    ("Model.scaled", False), ("Model.shifted", True), ("padded", False), ("indented", True), ("last", True),
+])
+def test_a_definition_read_from_its_own_lines_is_the_one_in_its_file(name, alone, tmp_path, monkeypatch):
+    from adjoint.compiler import source
+
+    path = tmp_path / "own_lines.py"
+    path.write_text(OWN_LINES)
+    fn = load_module(str(path), "own_lines")
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    parses = []
+    monkeypatch.setattr(source.syntax, "parse_stdlib", lambda text, parse=source.syntax.parse_stdlib: parses.append(text) or parse(text))
+    node = get_source(fn).node
+    written = next(n for n in ast.walk(ast.parse(OWN_LINES)) if isinstance(n, ast.FunctionDef) and n.name == fn.__name__)
+    assert (node.lineno, node.col_offset, node.end_lineno) == (written.lineno, written.col_offset, written.end_lineno)
+    assert syntax.unparse(node) == ast.unparse(written)
+    assert ("import numpy" not in parses[-1]) == alone  # (read alone where its lines tell where it ends)
+    check_grad(fn, np.arange(1.0, 4.0), 2.0)
+
+
+def test_a_function_whose_module_binds_a_module_without_import_is_not_taken_for_edited(tmp_path):
+    # a method call on a name an `import` binds compiles otherwise than one on any other name
+    path = tmp_path / "imported_otherwise.py"
+    path.write_text("import importlib\nnp = importlib.import_module('numpy')\n\ndef f(x):\n    return np.sum(x * x)\n")
+    module = load_module(str(path), "imported_otherwise")
+    np.testing.assert_allclose(adjoint.grad(module.f)(np.arange(3.0)), 2 * np.arange(3.0))
+
+
+def test_a_function_edited_under_the_same_imports_is_detected(tmp_path):
+    path = tmp_path / "edited_alone.py"
+    path.write_text(TWO_FUNCTIONS.format(power=2))
+    module = load_module(str(path), "edited_alone")
+    path.write_text(TWO_FUNCTIONS.format(power=2).replace("x ** 2", "x ** 3"))
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    linecache.checkcache(str(path))
+    with pytest.raises(adjoint.AdjointError, match="edited"):
+        get_source(module.f)
+    assert get_source(module.g).node.name == "g"
 
 
 def test_each_function_gets_its_own_copy_of_the_tree():
@@ -147,6 +231,16 @@ def test_each_function_gets_its_own_copy_of_the_tree():
     first.body.clear()
     second = get_source(with_docstring_at_column_zero).node
     assert second.body and anno.get(second.body[-1], anno.ORIGIN) == second.body[-1].lineno
+
+
+def test_each_source_walks_its_own_tree():
+    # `FunctionSource.nodes` is walked once per tree: a second source of the function is a new tree
+    first = get_source(with_docstring_at_column_zero)
+    assert any(isinstance(n, gast.Return) for n in first.nodes)
+    first.node.body.clear()
+    second = get_source(with_docstring_at_column_zero)
+    assert second.nodes is not first.nodes and any(isinstance(n, gast.Return) for n in second.nodes)
+    assert [type(n) for n in second.nodes] == [type(n) for n in syntax.walk(second.node)]
 
 
 def test_a_file_edited_and_reloaded_after_a_first_transform_is_read_again(tmp_path):
