@@ -22,7 +22,7 @@ import types
 import gast
 
 from . import annotations as anno
-from . import resolve
+from . import kinds, resolve
 from . import syntax
 from .context import Context
 
@@ -170,3 +170,33 @@ def _item_names(target, iterable) -> set[str]:
         if kind == "reversed" and iterable.args:
             return _item_names(target, iterable.args[0])
     return syntax.stored_names(target)
+
+
+_NUMBERS = "certain_numbers"  # annotation: a function -> (its statements, parameters, `certain_numbers`)
+
+
+def certain_numbers(node: gast.FunctionDef, ctx: Context) -> tuple[set[str], set[str]]:
+    """The names of function `node` that certainly hold numbers or arrays, with and without the
+    items read out of containers (`kinds.certain_numbers`; one set twice where nothing is read
+    out of one): found once for `inplace` and `reverse`, which runs next on the same
+    statements (kept on `node`; found again if its statements or numeric parameters changed).
+
+    >>> from adjoint.compiler import pipeline
+    >>> def f(x, d):
+    ...     return x * 2.0 + d[0]
+    >>> node, ctx = pipeline.lower(f, (0, 1), until="activity")
+    >>> [sorted(found) for found in certain_numbers(node, ctx)]
+    [['d', 'f', 'f_item', 'f_mul', 'x'], ['d', 'f', 'f_mul', 'x']]
+    """
+    statements = tuple(syntax.statements(node.body))
+    numeric = ctx.numeric_parameters([a.id for a in node.args.posonlyargs + node.args.args])
+    kept = anno.get(node, _NUMBERS)
+    if kept is not None and kept[0] == statements and kept[1] == numeric:
+        return kept[2]
+    if any(isinstance(getattr(s, "value", None), gast.Subscript) for s in statements):
+        found = kinds.certain_numbers_with_and_without_items(node.body, numeric)
+    else:
+        numbers = kinds.certain_numbers(node.body, numeric)
+        found = (numbers, numbers)
+    anno.set_(node, _NUMBERS, (statements, numeric, found))
+    return found

@@ -17,8 +17,6 @@ After:   e = np.exp(z); s = e.sum(axis=1, keepdims=True);     t = np.sum(x)
 
 from __future__ import annotations
 
-import collections
-
 import gast
 import numpy as np
 
@@ -31,6 +29,7 @@ _METHODS = {id(np.sum): "sum", id(np.mean): "mean"}  # by identity: a callee nee
 # object from an object array: a value differentiated code computes with is a float array)
 _ARRAY_MAKERS = frozenset(id(f) for f in (np.matmul, np.dot, np.outer, np.tensordot, np.einsum))
 _BINDING = frozenset({gast.Store, gast.Param})
+_Name, _Assign, _Call = gast.Name, gast.Assign, gast.Call
 _REDUCING = frozenset(id(f) for f in (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod))
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
 
@@ -38,14 +37,15 @@ _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Call the sums and means of `node` (and the functions nested in it) on values NumPy made
     as their methods."""
-    nodes = syntax.walk(node)  # one walk: the names' kinds, then the calls
+    nodes = syntax.walk(node)  # one walk: the calls, then (if there are any) the names' kinds
+    calls = [(n, _METHODS[id(f)]) for n in nodes if type(n) is _Call and id(f := _function(n)) in _METHODS]
+    if not calls:
+        return node
     arrays = names_binding_arrays(nodes)
-    for call in nodes:
-        if type(call) is gast.Call:
-            method = _METHODS.get(id(_function(call)))
-            if method and _as_method(call, arrays):
-                receiver = call.args.pop(0)
-                call.func = gast.Attribute(value=receiver, attr=method, ctx=gast.Load())
+    for call, method in calls:
+        if _as_method(call, arrays):
+            receiver = call.args.pop(0)
+            call.func = gast.Attribute(value=receiver, attr=method, ctx=gast.Load())
     return node
 
 
@@ -80,15 +80,15 @@ def names_binding_arrays(nodes: list) -> set[str]:
     >>> sorted(names_binding_arrays(syntax.walk(gast.parse("h = x @ W\\ny = [h]"))))
     ['h']
     """
-    stores, values = collections.Counter(), {}
-    for leaf in nodes:
+    stores, values = {}, {}
+    for leaf in nodes:  # (every node: its classes are module names, looked up faster)
         kind = type(leaf)
-        if kind is gast.Name:
+        if kind is _Name:
             if type(leaf.ctx) in _BINDING:
-                stores[leaf.id] += 1
-        elif kind is gast.Assign and len(leaf.targets) == 1 and type(leaf.targets[0]) is gast.Name:
+                stores[leaf.id] = stores.get(leaf.id, 0) + 1
+        elif kind is _Assign and len(leaf.targets) == 1 and type(leaf.targets[0]) is _Name:
             values[leaf.targets[0].id] = leaf.value
-    values = {name: value for name, value in values.items() if stores[name] == 1}
+    values = {name: value for name, value in values.items() if stores.get(name) == 1}
     readers: dict[str, list] = {}  # name -> the names whose values read it
     for name, value in values.items():
         for read in _operand_names(value):

@@ -29,9 +29,10 @@ result reads as written by hand. A rule of any other shape is called as it is (s
 
 from __future__ import annotations
 
-import ast
 import builtins
+import collections
 import dataclasses
+import operator
 import textwrap
 import weakref
 
@@ -130,7 +131,11 @@ def _definition(fn) -> gast.FunctionDef:
 
 
 def _dedented_source(fn) -> str:
-    return textwrap.dedent("".join(source.definition_lines(fn)))
+    """The `def` of `fn`, without its decorators: what a plan reads (a decorator, as the
+    `@elementwise(np.tanh)` of a three-line rule, would be parsed only to be dropped)."""
+    lines = source.definition_lines(fn)
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def "))), 0)
+    return textwrap.dedent("".join(lines[start:]))
 
 
 def _plan_partials(partials) -> Plan:
@@ -142,8 +147,10 @@ def _plan_partials(partials) -> Plan:
     if not isinstance(ret, gast.Return):
         raise _NotInlinable
     ans, inputs = names[0], names[1:]
-    cotangent = _unused("g", node)
-    alias = _unused("adj", node)
+    nodes = syntax.walk(node)
+    taken = {n.id for n in nodes if type(n) is gast.Name}
+    cotangent = _unused("g", taken)
+    alias = _unused("adj", taken)
     if len(inputs) == 1:
         results = [_times(cotangent, ret.value)]
     else:
@@ -155,7 +162,7 @@ def _plan_partials(partials) -> Plan:
         ]
     return Plan(
         inputs, _defaults(node, inputs), [], ans, cotangent, [], results, set(names) | {cotangent},
-        _globals_of(partials, node, set(names)), partials, elementwise=True, runtime_alias=alias,
+        _globals_of(partials, nodes, set(names)), partials, elementwise=True, runtime_alias=alias,
     )
 
 
@@ -188,7 +195,7 @@ def _plan_rule(rule_fn, primitive=None) -> Plan:
     value_name = value.id if isinstance(value, gast.Name) else None
     pre = [s for s in pre if s.targets[0].id != value_name]
     local_names = set(params) | {pullback.name, pullback.args.args[0].id} | set(assigned)
-    global_objects = _globals_of(rule_fn, node, local_names)
+    global_objects = _globals_of(rule_fn, syntax.walk(node), local_names)
     if primitive is not None and not user_rules.inlinable(
         rule_fn, primitive, assigned.get(value_name, value), pullback, results, assigned, global_objects
     ):
@@ -228,33 +235,30 @@ def _defaults(node, params) -> dict[str, object]:
 
 def _literal(node):
     """The value of a default written as a literal: a constant, `-1`, or a tuple of them (`(-2, -1)`)."""
-    try:
-        value = ast.literal_eval(gast.unparse(node))
-    except (ValueError, SyntaxError):
-        raise _NotInlinable from None
-    if not _is_literal(value):
-        raise _NotInlinable
-    return value
+    if type(node) is gast.Constant and (node.value is None or type(node.value) in (bool, int, float, str)):
+        return node.value
+    if type(node) is gast.UnaryOp and type(node.op) in _SIGNS and type(node.operand) is gast.Constant:
+        if type(node.operand.value) in (int, float):  # (not `-True`, which Python reads as -1)
+            return _SIGNS[type(node.op)](node.operand.value)
+    if type(node) is gast.Tuple:
+        return tuple(_literal(e) for e in node.elts)
+    raise _NotInlinable
 
 
-def _is_literal(value) -> bool:
-    if type(value) is tuple:
-        return all(_is_literal(v) for v in value)
-    return value is None or type(value) in (bool, int, float, str)
+_SIGNS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
 
 
-def _globals_of(fn, node, local_names) -> dict[str, object]:
-    """What each free name of the rule refers to; annotate its calls with their defaults."""
-    namespace = dict(vars(builtins))
-    namespace.update(fn.__globals__)
-    if fn.__closure__:
-        namespace.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+def _globals_of(fn, nodes, local_names) -> dict[str, object]:
+    """What each free name of the rule refers to; annotate its calls with their defaults.
+    `nodes`: every node of the rule's definition (`syntax.walk`'s)."""
+    cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+    namespace = collections.ChainMap(cells, fn.__globals__, vars(builtins))  # (Python's order, nothing copied)
     found = {}
-    for name in syntax.load_names(node) - local_names:
+    for name in {n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is gast.Load} - local_names:
         if name not in namespace:
             raise _NotInlinable
         found[name] = free_name(fn, name)
-    for call in (n for n in syntax.walk(node) if isinstance(n, gast.Call)):
+    for call in (n for n in nodes if type(n) is gast.Call):
         callee = syntax.evaluate_dotted(call.func, namespace)
         anno.set_(call, _DEFAULTS, signatures.keyword_defaults(callee))
         if isinstance(callee, np.ufunc) or callee is np.where:
@@ -270,8 +274,7 @@ def _is_none(expr) -> bool:
     return isinstance(expr, gast.Constant) and expr.value is None
 
 
-def _unused(base, node) -> str:
-    taken = {n.id for n in syntax.walk(node) if isinstance(n, gast.Name)}
+def _unused(base, taken) -> str:
     while base in taken:
         base += "_"
     return base
@@ -290,9 +293,9 @@ def instantiate(plan: Plan, args: list, keywords: dict, target: str, cotangent: 
     for local in sorted(plan.local_names - set(mapping)):
         mapping[local] = ctx.namer.new(f"{target}_{local}")
     if plan.runtime_alias:
-        mapping[plan.runtime_alias] = syntax.name(ctx.runtime_alias)
+        mapping[plan.runtime_alias] = ctx.runtime_alias
     for global_name, obj in plan.global_objects.items():
-        mapping[global_name] = syntax.name(ctx.reach(global_name, obj))
+        mapping[global_name] = ctx.reach(global_name, obj)  # (a name the rule only reads)
         if plan.source is not None and obj is not runtime:
             ctx.rely_on(global_name, obj, owner=plan.source)  # rebinding it in the rule's module
 
@@ -300,7 +303,7 @@ def instantiate(plan: Plan, args: list, keywords: dict, target: str, cotangent: 
     if template is None:  # (filled in as it is written)
         forward, body, results = _fill(plan, mapping)
     else:
-        names = {rule_name: value for rule_name, value in mapping.items() if type(value) is not gast.Constant}
+        names = {rule_name: _plain(value) for rule_name, value in mapping.items() if type(value) is not gast.Constant}
         pre, body, results = template
         forward = [syntax.substitute(s, names) for s in pre]
         body = [syntax.substitute(s, names) for s in body]
@@ -331,6 +334,15 @@ def _template(plan: Plan, mapping: dict) -> tuple[list, list, list] | None:
 
 
 _PLAIN_CONSTANT = {"value", "kind"}  # (a constant's fields: no position, no annotations)
+_PLAIN_NAME = {"id", "ctx", "annotation", "type_comment"}
+
+
+def _plain(value):
+    """A name an argument passes, as its identifier where it is nothing more (a rule's parameter
+    is only read, so the two substitute alike, the identifier without copying a node)."""
+    if type(value) is gast.Name and value.annotation is None and value.__dict__.keys() <= _PLAIN_NAME:
+        return value.id
+    return value
 
 
 def _fill(plan: Plan, mapping: dict) -> tuple[list, list, list]:
@@ -345,8 +357,8 @@ def _without_needless_unbroadcast(result, index, args, ctx):
     a Python number constant: nothing broadcast `x`."""
     others = args[:index] + args[index + 1 :]
     if (
-        isinstance(result, gast.Call) and syntax.dotted(result.func) == f"{ctx.runtime_alias}.unbroadcast"
-        and all(isinstance(a, gast.Constant) and type(a.value) in (int, float) for a in others)
+        all(type(a) is gast.Constant and type(a.value) in (int, float) for a in others)
+        and isinstance(result, gast.Call) and syntax.dotted(result.func) == f"{ctx.runtime_alias}.unbroadcast"
     ):
         return result.args[0]
     return result

@@ -26,12 +26,14 @@ Before:  y = x[0:2]; y += 1.0       After: TransformError at `y += 1.0`
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
+from typing import Callable
 
 import gast
 import numpy as np
 
-from . import aliases, effects, kinds, resolve, syntax
+from . import activity, aliases, effects, resolve, syntax
 from . import annotations as anno
 from .context import Context
 
@@ -52,8 +54,9 @@ class _Facts:
     statements: list  # the simple statements, in order
     immutable: set[str]  # names certainly holding numbers, bools or strings (loop counters)
     numbers: set[str]  # names certainly holding numbers or arrays (`kinds.certain_numbers`)
-    modules: set[str]  # free names bound to modules (`np` is not updated by `np.random.shuffle`)
-    global_arrays: set[str]  # locals holding a module-level array the forward pass read
+    # whether a name read is bound to a module (`np` is not updated by `np.random.shuffle`):
+    # asked of the receivers of methods only, each once
+    is_module: Callable[[str], bool]
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -61,8 +64,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
     body, chains, arms = _simple_statements(node.body)
     loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
-    params = node.args.posonlyargs + node.args.args
-    numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters([p.id for p in params]))
+    numbers = activity.certain_numbers(node, ctx)[0]
     loaded = syntax.load_names(node)
     loads = [syntax.load_names(stmt) for stmt in body]  # each simple statement's reads
     facts = _Facts(
@@ -76,13 +78,8 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         statements=body,
         immutable=_immutable(node.body, body),
         numbers=numbers,
-        modules={n for n in loaded if isinstance(ctx.lookup_global(n), types.ModuleType)}
-        | {ctx.runtime_alias},
-        global_arrays={
-            s.targets[0].id for s in body
-            if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and s.value.id not in ctx.local_names
-            and isinstance(ctx.lookup_global(s.value.id), np.ndarray)
-        },
+        is_module=functools.cache(
+            lambda name: name == ctx.runtime_alias or isinstance(ctx.lookup_global(name), types.ModuleType)),
     )
 
     for index, stmt in enumerate(body):
@@ -150,11 +147,20 @@ def _problem(stmt, index, facts: _Facts, ctx):
         return (value, "this call is made for its effect on a differentiable value, which adjoint cannot "
                 "differentiate", _effect_hint(value))
     if ctx.mode == "reverse" and isinstance(value, gast.Call) and _only_for_effect(stmt, facts.loaded) and effects.may_update_globals(value):
-        read = sorted(g for g in facts.global_arrays if facts.first_read.get(g, index) < index)
+        read = sorted(g for g in _global_arrays(facts.statements, ctx) if facts.first_read.get(g, index) < index)
         if read:
             return (value, f"this call may update the module-level array the pullback reads as `{read[0]}`",
                     "mark the function @adjoint.non_differentiable if it changes no array, or call it before")
     return None
+
+
+def _global_arrays(body, ctx) -> set[str]:
+    """The locals holding a module-level array the forward pass read."""
+    return {
+        s.targets[0].id for s in body
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Name) and s.value.id not in ctx.local_names
+        and isinstance(ctx.lookup_global(s.value.id), np.ndarray)
+    }
 
 
 def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
@@ -294,7 +300,7 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
         receiver not in facts.numbers and effects.sounds_like_an_update(method_name) and index is not None
         and _invariant_in_a_loop(receiver, index, facts)
     )
-    if receiver and receiver not in facts.modules and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
+    if receiver and not facts.is_module(receiver) and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
     # the names it is given, also inside a list, tuple or dict it is given (`f([y])`, `f(*ys)`)

@@ -133,12 +133,13 @@ def emit(rev, record: LoopRecord) -> list:
                for name, buffer in emission.buffered.items()]
     after = [cot.accumulate(name, syntax.call(f"{rev.alias}.from_buffer", [syntax.name(buffer), syntax.name(name)]))
              for name, buffer in emission.buffered.items()]
-    rederived = _rederived_items(rev, record, code)
+    reads = set().union(*(syntax.load_names(s) for s in code))
+    rederived = _rederived_items(rev, record, reads)
     code = rederived + code
     # what inner pullback loops unpack from their own tapes is not read from this one
     unpacked = set().union(*(syntax.stored_names(s.target) for s in syntax.statements(code) if isinstance(s, gast.For)))
     unpacked |= set().union(*(syntax.stored_names(s) for s in rederived))
-    reads = set().union(*(syntax.load_names(s) for s in code)) & record.defined - unpacked
+    reads = reads.union(*(syntax.load_names(s) for s in rederived)) & record.defined - unpacked
     record.recorded = tuple(sorted(reads))
     if record.recorded:
         record.tape = record.tape or rev.ctx.namer.new("tape")
@@ -219,14 +220,14 @@ def _define_on_every_path(body, recorded: set) -> None:
                 _define_on_every_path(nested, recorded)
 
 
-def _rederived_items(rev, record, code) -> list:
+def _rederived_items(rev, record, reads: set) -> list:
     """`x = xs[index]` for each item of an array the pullback reads, rather than taping it: a
     row of an array is a new view object per iteration, and the array itself, which adjoint
     never updates in place (see `inplace`), still holds it. Only for a sequence certainly an
     array (a differentiated number), not rebound in the loop, bound once or per iteration of
     an enclosing loop (whose tape then holds it), whose shape and items' shapes nothing
-    reassigns (`xs.shape = ...`); a list's items are taped, as the list may change."""
-    reads = set().union(*(syntax.load_names(s) for s in code))
+    reassigns (`xs.shape = ...`); a list's items are taped, as the list may change. `reads`:
+    the names the loop's pullback reads."""
     code = []
     for name, sequence, index in record.sources:
         if name in reads and sequence in rev.varied and sequence in rev.numbers and sequence not in record.defined:
@@ -251,11 +252,12 @@ def _kept(function, names, rebound: bool) -> bool:
     return rebound or stores <= 1
 
 
-def drop_unread(node: gast.FunctionDef, pullback: gast.FunctionDef) -> None:
+def drop_unread(node: gast.FunctionDef, pullback: gast.FunctionDef, reads: set[str] | None = None) -> None:
     """Drop from each loop's tape in the forward function `node` the values its `pullback` no
     longer reads anywhere (a pass after `reverse` made them unneeded); a tape keeps at least
-    one value per iteration, which its pullback loop counts."""
-    reads = syntax.load_names(pullback)
+    one value per iteration, which its pullback loop counts. `reads`: the names `pullback`
+    reads, where the caller knows them."""
+    reads = syntax.load_names(pullback) if reads is None else reads
     appends = {}
     started = set()
     for stmt in syntax.statements(node.body):

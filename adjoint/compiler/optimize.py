@@ -24,13 +24,15 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     `ssa` made where control flow joins."""
     pullback_name = node.body[-1].value.elts[1].id  # `return (value, f_pullback)`
     pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef) and s.name == pullback_name)
-    pullback.body = _without_dead_assignments(pullback.body, set())
-    _drop_dead_copies(node)
+    reads = set()
+    pullback.body = _without_dead_assignments(pullback.body, set(), reads)
+    _drop_dead_copies(node, (pullback, reads))
     return node
 
 
-def _without_dead_assignments(body, live: set) -> list:
-    """`body` without assignments to names nothing reads later (`live`: read after `body`)."""
+def _without_dead_assignments(body, live: set, reads: set | None = None) -> list:
+    """`body` without assignments to names nothing reads later (`live`: read after `body`);
+    what the statements kept read is added to `reads`."""
     kept = []
     for stmt in reversed(body):
         if isinstance(stmt, gast.Assign):
@@ -38,15 +40,14 @@ def _without_dead_assignments(body, live: set) -> list:
             if not stored & live:
                 continue
             live -= stored
-        elif syntax.bodies(stmt):
-            # a loop reads its own names again in the next iteration: keep loop bodies whole
-            if not isinstance(stmt, (gast.For, gast.While)):
-                for nested in syntax.bodies(stmt):
-                    nested[:] = _without_dead_assignments(nested, set(live))
-            live |= syntax.load_names(stmt)  # (its nested statements' reads too)
-            kept.append(stmt)
-            continue
-        live |= syntax.load_names(stmt)
+        elif syntax.bodies(stmt) and not isinstance(stmt, (gast.For, gast.While)):
+            # (a loop reads its own names again in the next iteration: loop bodies are kept whole)
+            for nested in syntax.bodies(stmt):
+                nested[:] = _without_dead_assignments(nested, set(live))
+        names = syntax.load_names(stmt)  # (a compound statement's nested statements' reads too)
+        live |= names
+        if reads is not None:
+            reads |= names
         kept.append(stmt)
     return kept[::-1]
 
@@ -58,12 +59,18 @@ def drop_dead_copies(node: gast.FunctionDef, ctx: Context = None) -> gast.Functi
     return node
 
 
-def _drop_dead_copies(node) -> None:
+def _drop_dead_copies(node, known=None) -> None:
+    """`known`: a function nested in `node` and the names it reads, which need no reading again."""
     while True:
         copies = [s for s in syntax.statements(node.body) if anno.get(s, anno.PHI)]
         if not copies:
             return  # (no need to read the whole tree)
-        reads = syntax.load_names(node)
+        if known is not None:  # (the first time round: nothing was dropped yet)
+            nested, reads = known
+            reads = reads.union(syntax.load_names(node.args), *(syntax.load_names(s) for s in node.body if s is not nested))
+            known = None
+        else:
+            reads = syntax.load_names(node)
         dead = [s for s in copies if not syntax.stored_names(s) & reads]
         if not dead:
             return

@@ -50,25 +50,46 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         helpers = tuple(f"{ctx.runtime_alias}.{h}" for h in _HELPERS)
         bodies = [pullback.body] + [b for s in syntax.statements(pullback.body) for b in syntax.bodies(s)]
         index = _Index(pullback, helpers)
+        absorbed = False
         for body in bodies:
-            _absorb(body, index, products, ctx.runtime_alias)
-        loops.drop_unread(node, pullback)
+            absorbed |= _absorb(body, index, products, ctx.runtime_alias)
+        if absorbed:  # (else each tape holds just what `reverse` found the pullback reads)
+            loops.drop_unread(node, pullback, index.read_names())
     return node
 
 
 def _products(node) -> dict:
     """`{p: (a, b)}` for each name the forward function (outside nested functions) defines once,
     as `a @ b` of two names."""
-    stores: dict[str, int] = {}
     found = {}
-    for current in syntax.walk_local(node):
-        if isinstance(current, gast.Name) and isinstance(current.ctx, gast.Store):
-            stores[current.id] = stores.get(current.id, 0) + 1
-        elif isinstance(current, gast.Assign) and isinstance(current.targets[0], gast.Name):
-            operands = _operands(current.value)
+    for stmt in syntax.statements(node.body):  # (nested functions' statements are not entered)
+        if type(stmt) is gast.Assign and isinstance(stmt.targets[0], gast.Name):
+            operands = _operands(stmt.value)
             if operands is not None:
-                found[current.targets[0].id] = operands
+                found[stmt.targets[0].id] = operands
+    if not found:
+        return found  # (no need to read the whole function)
+    stores: dict[str, int] = {}
+    for current in _local_nodes(node):
+        if type(current) is gast.Name and type(current.ctx) is gast.Store:
+            stores[current.id] = stores.get(current.id, 0) + 1
     return {p: operands for p, operands in found.items() if stores.get(p) == 1}
+
+
+_SCOPES = frozenset({gast.FunctionDef, gast.Lambda})
+
+
+def _local_nodes(function) -> list:
+    """The nodes `syntax.walk_local(function)` gives (in another order): each statement's are
+    read by the faster `syntax.walk`, unless it is or holds a function or lambda (the pullback
+    is one), whose own names are not `function`'s."""
+    found = []
+    for stmt in function.body:
+        nodes = syntax.walk(stmt) if type(stmt) is not gast.FunctionDef else ()
+        if not nodes or not _SCOPES.isdisjoint(map(type, nodes)):
+            nodes = syntax.walk_local(gast.Module(body=[stmt], type_ignores=[]))
+        found += nodes
+    return found
 
 
 def _operands(value):
@@ -82,10 +103,10 @@ def _operands(value):
     return tuple(p.id for p in parts) if len(parts) == 2 and all(isinstance(p, gast.Name) for p in parts) else None
 
 
-def _absorb(body, names, products, alias) -> None:
+def _absorb(body, names, products, alias) -> bool:
     """Rewrite the unbroadcasts of products in the statements of `body` (one statement list);
-    `names`: the pullback's `_Index`."""
-    index = 0
+    `names`: the pullback's `_Index`. Whether it rewrote any."""
+    index, absorbed = 0, False
     while index < len(body):
         stmt = body[index]
         summed = _summed_product(stmt, products, alias)
@@ -93,10 +114,14 @@ def _absorb(body, names, products, alias) -> None:
             bar = stmt.targets[0].id
             uses = names.uses(bar, products[summed.args[1].id])
             if uses is not None:
+                names.forget(summed.func)
+                names.forget(summed.args[1])  # (what is left is `g`, read as it was)
                 stmt.value = summed.args[0]  # `p_bar = g` (no other name's uses changed)
+                absorbed = True
                 if _propagate(body, index, uses - _count(summed, bar), names):
                     continue  # (the statement is gone: the next one is at `index`)
         index += 1
+    return absorbed
 
 
 def _summed_product(stmt, products, alias):
@@ -128,10 +153,10 @@ class _Index:
         else:
             node.id = name
 
-    def forget(self, stmt) -> None:
-        """`stmt` is gone from the pullback."""
+    def forget(self, node) -> None:
+        """`node` is gone from the pullback."""
         if self.named is not None:
-            for current in syntax.walk(stmt):
+            for current in syntax.walk(node):
                 if type(current) is gast.Name:
                     self._forget(current)
 
@@ -139,6 +164,10 @@ class _Index:
         self.named[node.id] -= 1
         if isinstance(node.ctx, gast.Load):
             self.reads[node.id].remove(id(node))
+
+    def read_names(self) -> set[str]:
+        """The names the pullback reads (`syntax.load_names` of it), once `uses` was asked."""
+        return {name for name, reads in self.reads.items() if reads}
 
     def uses(self, bar, operands):
         """How many times the pullback names `bar` (assigned or read), if every read of it is

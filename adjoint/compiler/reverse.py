@@ -59,12 +59,7 @@ class _Reverse(calls.CallAdjoints):
         self.sequences = kinds.sequence_names(node.body)
         params = [a.id for a in node.args.posonlyargs + node.args.args]
         # for forward mode over the pullback: numbers whose tangents are never None (no items of containers)
-        reads_items = any(isinstance(getattr(s, "value", None), gast.Subscript) for s in syntax.statements(node.body))
-        if reads_items:
-            self.numbers, forward_numbers = kinds.certain_numbers_with_and_without_items(
-                node.body, ctx.numeric_parameters(params))
-        else:
-            self.numbers = forward_numbers = kinds.certain_numbers(node.body, ctx.numeric_parameters(params))
+        self.numbers, forward_numbers = activity.certain_numbers(node, ctx)
         ctx.forward_numbers = frozenset(forward_numbers)
         self.shapes = shapes.classes(node, self.numbers, [params[i] for i in ctx.python_floats if i < len(params)])
         self.cot = Cotangents(ctx, kinds.numeric_names(node.body, self.varied & self.useful) - self.sequences)
