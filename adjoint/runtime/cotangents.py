@@ -213,7 +213,9 @@ def unreduce(g, x, axis=None, keepdims=False):
         return float(np.real(g))
     if type(x) is np.ndarray and x.dtype.kind == "f" and x.size <= 4096:  # a small array: filling beats a view
         if axis is None and type(g) in _FLOAT64:
-            return np.full(x.shape, g, dtype=x.dtype)
+            spread_out = np.empty_like(x)  # (filled: `np.full` costs more in Python than filling)
+            spread_out.fill(g)
+            return spread_out
         if keepdims and type(g) is np.ndarray and g.dtype == x.dtype:
             spread_out = np.empty_like(x)
             spread_out[...] = g

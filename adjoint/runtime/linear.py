@@ -60,7 +60,7 @@ def matmul_lhs_bar(g, a, b):
     if type(a) is np.ndarray and type(b) is np.ndarray and type(g) is np.ndarray and a.ndim == 2 and a.dtype.kind in "fc":
         # matrices, and a matrix times a vector, with `g` of the product's shape: the common cases, kept cheap
         if b.ndim == 2 and g.shape == (a.shape[0], b.shape[1]):
-            a_bar = g @ b.T
+            a_bar = np.dot(g, b.T)  # (`@` of matrices, with less overhead than `@` for small ones)
         elif b.ndim == 1 and g.shape == a.shape[:1]:
             a_bar = np.multiply.outer(g, b)
         else:
@@ -89,7 +89,7 @@ def matmul_rhs_bar(g, a, b):
         # matrices, and a matrix times a vector, with `g` of the product's shape: the common cases, kept cheap
         and b.ndim <= 2
     ):
-        b_bar = a.T @ g
+        b_bar = np.dot(a.T, g)  # (`@` of a matrix and a matrix or vector, with less overhead than `@` for small ones)
         return b_bar if b_bar.dtype == b.dtype else unbroadcast(b_bar, b)
     if not is_differentiable(b):
         return None
