@@ -79,6 +79,24 @@ def test_python_floats_and_defaults_rebound_after_the_first_call():
     check_grad(lambda a: adjoint.grad(cubic)(a), 1.5)
 
 
+
+_squash = np.tanh  # (a rule's primitive: its rule is written into the code)
+
+
+def squashed(W, x):
+    return np.sum(_squash(x @ W) ** 2)
+
+
+def test_a_global_rebound_after_the_first_call_is_seen(monkeypatch):
+    gradient = adjoint.grad(squashed)
+    first = adjoint.jvp(gradient, (W, x), (v, None))[1]
+    monkeypatch.setitem(globals(), "_squash", np.sin)  # the code was written for `np.tanh`
+    again = adjoint.jvp(gradient, (W, x), (v, None))[1]
+    sine = adjoint.jvp(adjoint.grad(lambda W, x: np.sum(np.sin(x @ W) ** 2)), (W, x), (v, None))[1]
+    np.testing.assert_allclose(again, sine)
+    assert not np.allclose(first, again)
+
+
 def softmax_cross_entropy(W, x, y):
     z = np.tanh(x @ W)
     m = np.max(z, axis=1, keepdims=True)

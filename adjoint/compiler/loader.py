@@ -124,12 +124,18 @@ def still_valid(compiled: Compiled, fn) -> bool:
 
 
 def _binding_check(compiled: Compiled, fn):
-    """`still_valid(compiled, fn)` as a function of no arguments, written out as straight-line
-    code: each name is looked up where it lived when `fn`'s code was instantiated (a closure
-    cell, or the globals and then the builtins), so a monkeypatched global or a rebound cell is
-    still seen. Where a name lives is fixed for a function object as long as its code is (the
-    caller checks `fn`'s; a rule's code is not replaced). Missing names and attributes, and
-    emptied cells, fail the check: the code is then compiled again, and checked anew."""
+    """`still_valid(compiled, fn)` as a function of no arguments (`binding_check`)."""
+    return binding_check((compiled, fn))
+
+
+def binding_check(*pairs):
+    """`still_valid(compiled, fn)` for every `(compiled, fn)` of `pairs`, as one function of no
+    arguments, written out as straight-line code (a name two of them read where it lives is
+    checked once): each name is looked up where it lived when `fn`'s code was instantiated (a
+    closure cell, or the globals and then the builtins), so a monkeypatched global or a rebound
+    cell is still seen. Where a name lives is fixed for a function object as long as its code
+    is (the caller checks `fn`'s; a rule's code is not replaced). Missing names and attributes,
+    and emptied cells, fail the check: the code is then compiled again, and checked anew."""
     names: dict[int, str] = {}
     objects: list = []
 
@@ -139,9 +145,11 @@ def _binding_check(compiled: Compiled, fn):
             objects.append(obj)
         return names[id(obj)]
 
-    terms = [f"{named(registry)}.version == {named(compiled.rules_version)}"]
+    versions = sorted({compiled.rules_version for compiled, _ in pairs})
+    terms = [f"{named(registry)}.version == {named(version)}" for version in versions]
     checked = {}  # (where the name lives, attributes) -> the object checked there
-    for owner, root, attributes, expected in sorted(compiled.bindings, key=lambda b: (len(b[2]), b[1], b[2])):
+    bindings = [(binding, fn) for compiled, fn in pairs for binding in compiled.bindings]
+    for (owner, root, attributes, expected), fn in sorted(bindings, key=lambda b: (len(b[0][2]), b[0][1], b[0][2])):
         function = owner.obj or fn
         code = function.__code__
         cell = function.__closure__[code.co_freevars.index(root)] if root in code.co_freevars else None

@@ -246,9 +246,8 @@ def gradient_jvp_function(fn, wrt: tuple[int, ...], floats: tuple, moved: tuple[
             # and its pullback apart (kept per code, tried once)
             _unread_gradients[(id(fn.__code__),) + key] = fn.__code__
             return None
-        generated = loader.instantiate(result, gradient)
-        gradient_bound, own_bound = gradient.__adjoint_bound__, generated.__adjoint_bound__
-        generated.__adjoint_bound__ = lambda: gradient_bound() and own_bound()
+        generated = loader.instantiate(result, gradient, checked=False)
+        generated.__adjoint_bound__ = loader.binding_check((gradient.__adjoint_compiled__, fn), (result, gradient))
         generated.__adjoint_code__ = fn.__code__
         generated.__defaults__, generated.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
         per_function[key] = generated
