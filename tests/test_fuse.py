@@ -1,6 +1,7 @@
 """A gradient compiled as one function (`compiler.fuse`, `pipeline.gradient_function`), and the
 Hessian-vector products that run it through forward mode (`derivatives._fused_gradient_jvp`)."""
 
+import collections
 import math
 
 import gast
@@ -234,3 +235,17 @@ def test_what_the_pullback_does_not_read_is_released_before_it_runs():
     for got, expected in zip(released(X, b), adjoint.grad(biased_rows, wrt=(0, 1))(X, b)):
         np.testing.assert_allclose(got, expected)
     check_grad(biased_rows, X, b)
+
+
+def test_the_kinds_and_reads_fuse_asks_are_those_of_whole_walks():
+    def f(x, k=2.0):
+        g = lambda t: t * k
+        y = g(x) * np.sin(x)
+        return y
+
+    node, _ = pipeline.lower(f, (0,))
+    pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef))
+    kinds, reads = fuse._kinds_and_reads(node, pullback)
+    expected = collections.Counter(map(type, syntax.walk(node)))
+    assert {k: n for k, n in kinds.items() if n} == dict(expected)
+    assert reads == syntax.load_names(gast.Module(body=pullback.body, type_ignores=[]))

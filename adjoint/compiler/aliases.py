@@ -110,6 +110,8 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
     definitions: dict = {}
     classes: dict = {}
     contained = set()
+    holders = set()  # (those holding what they were given; then, below, their versions)
+    copies = []  # (name, the name it copies or the container it updates)
     for stmt in statements:
         if not isinstance(stmt, gast.Assign):
             continue
@@ -117,11 +119,18 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
         for target in targets:
             definitions.setdefault(target, []).append(stmt)
         value = stmt.value
-        into_array = isinstance(value, gast.Call) and is_container_update(value) and (
-            isinstance(value.args[0], gast.Name) and value.args[0].id in arrays
-        )
+        update = isinstance(value, gast.Call) and is_container_update(value)
+        into_array = update and isinstance(value.args[0], gast.Name) and value.args[0].id in arrays
+        stored = stored_into(stmt)
         if not into_array:
-            contained |= stored_into(stmt)
+            contained |= stored
+        if isinstance(stmt.targets[0], gast.Name):
+            if stored and not into_array:
+                holders.add(stmt.targets[0].id)
+            source = value.id if isinstance(value, gast.Name) else (
+                value.args[0].id if update and isinstance(value.args[0], gast.Name) else None)
+            if source is not None:
+                copies.append((stmt.targets[0].id, source))
         copies_a_number = isinstance(value, gast.Name) and all(  # `s = t = 0.0`: numbers are immutable
             isinstance(d.value, gast.Constant) and isinstance(d.value.value, (int, float))
             for d in definitions.get(value.id, [None]) if d is not None
@@ -138,19 +147,9 @@ def analyse(statements, loops, arrays=frozenset()) -> Aliases:
         merged = set().union(*(classes.get(n, {n}) for n in group))
         for name in merged:
             classes[name] = merged
-    holders = set()
     while True:  # a version of a holder holds what it held
         before = len(holders)
-        for stmt in statements:
-            value = getattr(stmt, "value", None)
-            if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
-                continue
-            source = value.id if isinstance(value, gast.Name) else (
-                value.args[0].id if isinstance(value, gast.Call) and is_container_update(value)
-                and isinstance(value.args[0], gast.Name) else None)
-            if (stored_into(stmt) and not (isinstance(value, gast.Call) and isinstance(value.args[0], gast.Name)
-                                           and value.args[0].id in arrays)) or source in holders:
-                holders.add(stmt.targets[0].id)
+        holders.update([name for name, source in copies if source in holders])
         if len(holders) == before:
             break
     return Aliases(definitions, classes, contained, holders, loop_items)
@@ -259,4 +258,4 @@ def returns_new_array(callee) -> bool:
     module = getattr(callee.obj, "__module__", None) or type(callee.obj).__module__ or ""
     if module == "adjoint.runtime":
         return True  # `adj.setitem` and `adj.append` build new containers
-    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS | _SHARING
+    return module.split(".")[0] in _FRESH_MODULES and id(callee.obj) not in _VIEWS and id(callee.obj) not in _SHARING

@@ -124,7 +124,7 @@ class Context:
         if obj is runtime:
             return self.runtime_alias
         user_globals = getattr(self.fn, "__globals__", {})
-        global_value = user_globals.get(preferred, getattr(builtins, preferred, None))
+        global_value = user_globals.get(preferred, _BUILTINS.get(preferred))
         candidates = [preferred] if global_value is obj and not self.is_free_variable(preferred) else []
         if isinstance(obj, types.ModuleType):
             free_names = getattr(self.fn.__code__, "co_freevars", ())
@@ -147,6 +147,7 @@ class Context:
         return identifier
 
 
+_BUILTINS = vars(builtins)
 _GENERATED_PREFIX = re.compile(r"__adjoint_closure__\.<locals>\.__adjoint_factory__\.<locals>\.(\w+?)(?:_forward)?\b")
 
 
@@ -161,7 +162,7 @@ def free_name(fn, name: str, default=None):
             return default
     if name in fn.__globals__:
         return fn.__globals__[name]
-    return getattr(builtins, name, default)
+    return _BUILTINS.get(name, default)  # (`getattr` would raise and drop an error for every local name)
 
 
 class _Identity:

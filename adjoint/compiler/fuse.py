@@ -75,9 +75,13 @@ def transform(node: gast.FunctionDef, ctx: Context, release: bool = False) -> ga
         None,
     )
     forward = [s for s in forward if s is not pullback]
-    if pullback is None or not _inlinable(node, forward, pullback):
+    if pullback is None:
         return None
-    _hold_shifts_constant(forward, pullback.body, ctx)
+    kinds, read_by_pullback = _kinds_and_reads(node, pullback)
+    if not _inlinable(kinds, forward, pullback):
+        return None
+    if _hold_shifts_constant(forward, pullback.body, ctx):
+        read_by_pullback = syntax.load_names(gast.Module(body=pullback.body, type_ignores=[]))  # (rewritten)
     *backward, cotangents = pullback.body
     seed_name = pullback.args.args[0].id
     # reached through its module: forward mode resolves a module's function when it transforms
@@ -87,30 +91,49 @@ def transform(node: gast.FunctionDef, ctx: Context, release: bool = False) -> ga
     seed = syntax.assign(seed_name, syntax.call(unit, [value, syntax.const(ctx.function_name)]))
     fname = "lambda" if ctx.source.name == "<lambda>" else ctx.source.name.strip("_") or "function"
     seed = anno.copy_origin(result, seed)
-    released = _unread(forward, [seed] + backward + [cotangents], node.args) if release else []
+    # (the function and its pullback: no other function is made inside, whose free names `_unread` would keep)
+    makes_functions = kinds[gast.FunctionDef] != 2 or any(kinds[kind] for kind in _MADE_IN_SCOPE)
+    read = read_by_pullback | syntax.load_names(seed)
+    released = _unread(forward, [seed] + backward + [cotangents], node.args, makes_functions, read) if release else []
     body = forward + [seed] + released + backward + [cotangents]
     fused = syntax.function(ctx.namer.new(f"{fname}_gradient"), node.args, body)
     gast.copy_location(fused, node)
     return fused
 
 
-def _unread(forward: list, rest: list, args) -> list:
+def _kinds_and_reads(node, pullback) -> tuple[collections.Counter, set]:
+    """How many nodes of each class `node` holds, and the names its `pullback`'s statements
+    read: from one walk of each node."""
+    statements = set(map(id, pullback.body))
+    around = [c for c in syntax.child_nodes(node) if c is not pullback] + [
+        c for c in syntax.child_nodes(pullback) if id(c) not in statements]
+    inside = syntax.walk(gast.Module(body=pullback.body, type_ignores=[]))
+    kinds = collections.Counter(map(type, inside))
+    kinds.update(map(type, syntax.walk(gast.Module(body=around, type_ignores=[]))))
+    kinds[gast.FunctionDef] += 2  # (the function and its pullback; the two modules are not counted)
+    kinds[gast.Module] -= 2
+    return kinds, {n.id for n in inside if type(n) is gast.Name and type(n.ctx) is gast.Load}
+
+
+def _unread(forward: list, rest: list, args, makes_functions: bool = True, read: set | None = None) -> list:
     """`[del a, b]` for the names `forward` binds at its top level (so certainly bound) that
     neither `rest` nor a function made anywhere reads: what the forward function's closure
-    would not have kept (a closure's free name stays, as `del` would unbind its cell).
+    would not have kept (a closure's free name stays, as `del` would unbind its cell). Without
+    `makes_functions`, no function or lambda is made in `forward` or `rest`; `read`: the names
+    `rest` reads, if known.
 
     >>> tree = gast.parse("a = x * 2\\nb = a + 1\\nc = b * a\\ny = c.sum()\\nb_bar = 1.0")
     >>> print(syntax.unparse(_unread(tree.body[:4], tree.body[4:], None)[0]))
     del a, b, c, y
     """
-    read = syntax.load_names(gast.Module(body=rest, type_ignores=[]))
-    for made in syntax.walk(gast.Module(body=forward + rest, type_ignores=[])):
+    read = set(syntax.load_names(gast.Module(body=rest, type_ignores=[])) if read is None else read)
+    for made in syntax.walk(gast.Module(body=forward + rest, type_ignores=[])) if makes_functions else ():
         if isinstance(made, (gast.FunctionDef, gast.Lambda)):
             read |= syntax.free_names(made)
-    bound = []
+    bound = {}  # (a dict: the names in the order they are first bound)
     for stmt in forward:
         if isinstance(stmt, gast.Assign):
-            bound += [n for n in syntax.stored_names(stmt) if n not in bound]
+            bound.update(dict.fromkeys(syntax.stored_names(stmt)))
     params = {a.id for a in syntax.walk(args) if isinstance(a, gast.Name)} if args is not None else set()
     dead = [n for n in bound if n not in read and n not in params]
     if not dead:
@@ -118,14 +141,14 @@ def _unread(forward: list, rest: list, args) -> list:
     return [gast.Delete(targets=[gast.Name(id=n, ctx=gast.Del(), annotation=None, type_comment=None) for n in dead])]
 
 
-def _inlinable(node, forward: list, pullback: gast.FunctionDef) -> bool:
-    """Whether `pullback`'s statements mean the same run after `forward`'s in one scope."""
+def _inlinable(kinds: collections.Counter, forward: list, pullback: gast.FunctionDef) -> bool:
+    """Whether `pullback`'s statements mean the same run after `forward`'s in one scope (`kinds`:
+    how many nodes of each class the whole function holds)."""
     args = pullback.args
     if args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg or args.defaults or len(args.args) != 1:
         return False
     if pullback.decorator_list or not pullback.body or not isinstance(pullback.body[-1], gast.Return):
         return False
-    kinds = collections.Counter(map(type, syntax.walk(node)))
     if any(kinds[kind] for kind in _SCOPE_CHANGES):
         return False
     if kinds[gast.Return] == 2 and not any(kinds[kind] for kind in _MADE_IN_SCOPE) and kinds[gast.FunctionDef] == 2:
@@ -140,7 +163,7 @@ def _inlinable(node, forward: list, pullback: gast.FunctionDef) -> bool:
                    for f in made_by_forward)
 
 
-def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> None:
+def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> bool:
     """Take the max (or min) that shifts a log-sum-exp of its operand held constant
     (`m = np.max(adjoint.stop_gradient(z), ...)`) where `m` is read only by the two statements
     in which it cancels (`shifts` marked them): the gradient, forward and pullback alike, then
@@ -148,13 +171,13 @@ def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> None:
     shift along the summed axes changes, so `m`'s derivative is zero, and forward mode over this
     function skips the search for the chosen entries that a max's tangent costs. (Transformed
     again, the function is read from its text, where `shifts` no longer sees the pattern: the
-    pullback reads its intermediates too.)"""
+    pullback reads its intermediates too.) Whether it may have rewritten a statement."""
     cancelling = collections.defaultdict(list)
     for stmt in syntax.statements(forward):
         for shift in anno.get(stmt, anno.CANCELLED, ()):
             cancelling[shift].append(stmt)
     if not cancelling:
-        return
+        return False
     nodes = syntax.walk(gast.Module(body=forward + backward, type_ignores=[]))  # one walk: the reads, the arrays
     reads = collections.Counter(n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is gast.Load)
     definitions = collections.defaultdict(list)
@@ -178,3 +201,4 @@ def _hold_shifts_constant(forward: list, backward: list, ctx: Context) -> None:
                 call.func = gast.Attribute(value=syntax.call(held, [call.args.pop(0)]), attr=method, ctx=gast.Load())
             else:
                 call.args[0] = syntax.call(held, [call.args[0]])
+    return True

@@ -90,7 +90,11 @@ def certain_numbers_with_and_without_items(body, params: set[str]) -> tuple[set[
     [['d', 'x', 'y', 'z'], ['d', 'x', 'y']]
     """
     index = _definitions(body)
-    return _settled(index, params, True), _settled(index, params, False)
+    with_items = _settled(index, params, True)
+    # without items, fewer names hold numbers: starting from those found with them, only the
+    # names reading an item, and then what reads the names dropped, need a second look
+    reading_items = [name for name, values in index[0].items() if any(_reads_an_item(v) for v in values)]
+    return with_items, _settled(index, params, False, with_items, reading_items)
 
 
 def _definitions(body) -> tuple[dict, dict]:
@@ -107,11 +111,14 @@ def _definitions(body) -> tuple[dict, dict]:
     return definitions, readers
 
 
-def _settled(index, params, items) -> set[str]:
+def _settled(index, params, items, start=None, doubtful=None) -> set[str]:
+    """The names certainly holding numbers: the largest set, within `start` (by default every
+    name), whose definitions make numbers of its names; `doubtful`: the names in `start` that
+    may not (by default all)."""
     definitions, readers = index
-    certain = set(params) | set(definitions)
+    certain = set(params) | set(definitions) if start is None else set(start)
     # a name doubted makes doubtful only the names read from it: look at those again, not at all
-    todo = list(definitions)
+    todo = list(definitions) if doubtful is None else list(doubtful)
     while todo:
         name = todo.pop()
         if name in certain and not all(_makes_number(v, certain, items) for v in definitions[name]):
@@ -155,7 +162,7 @@ def _makes_number(value, certain, items=True) -> bool:
         return items and _makes_number(value.value, certain, items)
     callee = anno.get(value, anno.CALLEE)
     obj = getattr(callee, "obj", None)
-    if any(obj is maker for maker in _ARRAY_MAKERS):
+    if id(obj) in _ARRAY_MAKER_IDS:  # (by identity: the makers live as long as this module)
         return True
     if obj is runtime.setitem:  # `y[i] = v` into an array gives an array
         return _makes_number(value.args[0], certain, items)
@@ -185,6 +192,22 @@ _ARRAY_METHODS = {
 }
 _ARRAY_MAKERS = (np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
                  np.full_like, np.eye, np.identity, np.arange, np.linspace, np.logspace)
+_ARRAY_MAKER_IDS = frozenset(map(id, _ARRAY_MAKERS))
+
+
+def _reads_an_item(value) -> bool:
+    """Whether `_makes_number` may look at an item read (`d[0]`) in `value`: where `items` matters."""
+    kind = type(value)
+    if kind is gast.Subscript:
+        return True
+    if kind is gast.BinOp:
+        return _reads_an_item(value.left) or _reads_an_item(value.right)
+    if kind is gast.UnaryOp:
+        return _reads_an_item(value.operand)
+    if kind is gast.Call:  # (its arguments, and a method's receiver)
+        return any(_reads_an_item(a) for a in value.args) or (
+            type(value.func) is gast.Attribute and _reads_an_item(value.func.value))
+    return False
 
 
 def _is_int_constant(node) -> bool:

@@ -36,6 +36,8 @@ class Namer:
 
 
 def _clean(base: str) -> str:
+    if base.isascii() and base.isidentifier() and base[0] != "_" and base[-1] != "_":
+        return base  # (most are: tested at C speed)
     if not base.replace("_", "").isalnum():  # (most are clean already: not looked at character by character)
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
     text = base.strip("_") or "value"

@@ -85,7 +85,8 @@ def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> d
     for name in python_numbers:
         if definitions.get(name) == [None]:  # never rebound
             definitions[name] = [_NUMBER]
-    once = {name for name, values in definitions.items() if len(values) == 1}
+    # what a name defined once is where nothing better is known (a frozen dataclass is slow to make: once each)
+    fresh = {name: Like(name) if len(values) == 1 else OPAQUE for name, values in definitions.items()}
     readers: dict[str, set] = {}  # the names whose definitions read a name
     for name, values in definitions.items():
         for value in values:
@@ -93,30 +94,34 @@ def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> d
                 readers.setdefault(read, set()).add(name)
     known: dict = {}
     pending = set(definitions)
+    stale = set(definitions)  # an operand changed since the name was last looked at
     for _ in range(2 * len(definitions) + 2):  # loops make definitions circular: iterate to a fixpoint
         if not pending:
             return {name: known.get(name, OPAQUE) for name in definitions}
         changed = set()
         for name, values in definitions.items():  # in order: most names settle in the first round
-            if name not in pending:
+            if name not in stale or name not in pending:  # (looked at again, it would give what it gave)
                 continue
-            found = [_class_of(v, name, known, once, definitions, numbers) for v in values]
+            stale.discard(name)
+            found = [_class_of(v, fresh[name], known, definitions, numbers) for v in values]
             if name in known:
                 found = [known[name] if f is None else f for f in found]
-            joined = _join(found, name, once)
+            joined = _join(found, fresh[name])
             if joined is not None and known.get(name) != joined:
                 known[name] = joined
                 changed |= readers.get(name, set())
+                stale |= readers.get(name, set())
         pending = changed
     return dict.fromkeys(definitions, OPAQUE)  # not settled: claim nothing
 
 
 def _reads(value) -> set:
+    """The names whose class may decide `value`'s: the names it reads."""
     if value is None or value is _NUMBER or type(value) is gast.Constant:
         return set()
     if type(value) is gast.Name:
         return {value.id}
-    return {n.id for n in syntax.walk(value) if type(n) is gast.Name}
+    return syntax.load_names(value)
 
 
 def _definitions(node) -> dict:
@@ -125,9 +130,11 @@ def _definitions(node) -> dict:
     name declared `global` or `nonlocal` anywhere inside may change behind any call."""
     stores: dict[str, int] = {}
     shared = set()
-    everything = syntax.walk(node)
-    if any(type(c) in _SCOPE_KINDS and c is not node for c in everything):
-        everything = _in_this_scope(node, shared)
+    everything = _plain_names(node)
+    if everything is None:
+        everything = syntax.walk(node)
+        if any(type(c) in _SCOPE_KINDS and c is not node for c in everything):
+            everything = _in_this_scope(node, shared)
     for child in everything:
         kind = type(child)
         if kind is gast.Name:  # (most nodes: `_bound_by`, inlined)
@@ -152,6 +159,21 @@ def _definitions(node) -> dict:
     for name, count in stores.items():
         definitions[name] += [None] * (count - len(definitions[name]) + (2 if name in shared else 0))
     return definitions
+
+
+def _plain_names(node) -> list | None:
+    """The `Name` nodes `syntax.walk(node)` finds, where only names bind in `node` and no scope
+    is nested in it (as in most functions); else None. (No walk: names are all that is needed.)"""
+    if type(node) is not gast.FunctionDef or any(type(s) in _BINDS_BUT_NAMES for s in syntax.all_statements(node.body)):
+        return None
+    args = node.args
+    if any(a.annotation is not None for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a):
+        return None  # (`name_nodes` does not enter annotations)
+    # (in `walk`'s order, which orders the definitions: None where a lambda is)
+    return syntax.name_nodes(gast.Module(body=syntax.child_nodes(node), type_ignores=[]))
+
+
+_BINDS_BUT_NAMES = _MAY_BIND | {gast.Match}  # statements
 
 
 def _bound_by(node) -> str | None:
@@ -186,20 +208,24 @@ def _in_this_scope(node, shared: set) -> list:
     return found
 
 
-def _join(found, name, once):
-    """The class of a name whose definitions give the classes `found` (None: not known yet)."""
+def _join(found, fresh):
+    """The class of a name whose definitions give the classes `found` (None: not known yet);
+    `fresh`: its class when they differ."""
+    if len(found) == 1:  # (most names)
+        first = found[0]
+        return first if first is None or first != OPAQUE else fresh
     settled = [f for f in found if f is not None]
     if not settled:
         return None
     first = settled[0]
     if all(f == first for f in settled) and first != OPAQUE:
         return first
-    return Like(name) if name in once else OPAQUE
+    return fresh
 
 
-def _class_of(value, name, known, once, defined, numbers):
-    """The class `value` gives the name `name` (None: an operand's class is not known yet)."""
-    fresh = Like(name) if name in once else OPAQUE
+def _class_of(value, fresh, known, defined, numbers):
+    """The class `value` gives the name it is assigned to (None: an operand's class is not known
+    yet); `fresh`: the name's class where `value` tells nothing."""
     if value is None:
         return fresh
     if value is _NUMBER:

@@ -250,14 +250,28 @@ def walk_local(node) -> list:
     """Like `walk`, without entering the bodies of nested functions and lambdas (their names are
     their own); a nested function's defaults and decorators are entered. Depth first."""
     found, todo = [], [node]
+    pop, append, extend, fields_of = todo.pop, todo.append, todo.extend, _child_fields_of
     while todo:
-        current = todo.pop()
+        current = pop()
         found.append(current)
-        if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
-            todo.extend(default_values(current))
-            todo.extend(getattr(current, "decorator_list", []))
+        cls = type(current)
+        if (cls is _FunctionDef or cls is _Lambda) and current is not node:
+            extend(default_values(current))
+            extend(getattr(current, "decorator_list", []))
             continue
-        _add_children(current, todo)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _child_fields(cls)
+        if fields:  # `_add_children`, inlined (as in `walk`)
+            state = current.__dict__
+            for field in fields:
+                value = state.get(field)
+                if value is None:
+                    continue
+                if type(value) is list:
+                    extend(value if None not in value else [v for v in value if isinstance(v, _AST)])
+                elif isinstance(value, _AST):
+                    append(value)
     return found
 
 

@@ -1,5 +1,6 @@
 """compiler.kinds: which names certainly hold numbers or arrays, and which hold sequences."""
 
+import gast
 import numpy as np
 
 from adjoint.compiler import kinds
@@ -52,3 +53,10 @@ def test_sequences_are_displays_and_concatenations():
 
     node, _ = lower(f, (0,), until="activity")
     assert {"t", "u"} <= kinds.sequence_names(node.body)
+
+
+def test_without_items_a_doubt_about_an_item_reaches_what_reads_it():
+    body = gast.parse("z = d[0]\nw = z * 2\nv = w + x\nu = v\nt = -d").body
+    with_items, without = kinds.certain_numbers_with_and_without_items(body, {"x", "d"})
+    assert with_items == kinds.certain_numbers(body, {"x", "d"}) == {"d", "x", "z", "w", "v", "u", "t"}
+    assert without == kinds.certain_numbers(body, {"x", "d"}, items=False) == {"d", "x", "v", "u", "t"}

@@ -25,3 +25,9 @@ def test_template_fills_placeholders():
 
 def test_comment_nodes_unparse_as_comments():
     assert syntax.unparse(syntax.comment("line 3: y = f(x)")) == "# line 3: y = f(x)"
+
+
+def test_namer_cleans_what_is_no_identifier_and_keeps_what_is():
+    namer = Namer()
+    assert [namer.new(base) for base in ("h_matmul", "a.b", "_x_", "__", "é", "a\u0301")] == [
+        "h_matmul", "a_b", "x", "value", "é", "a"]  # (a combining accent is no letter: replaced, then stripped)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint.compiler import kinds, shapes
+from adjoint.compiler import kinds, shapes, syntax
 from adjoint.compiler.pipeline import lower
 from adjoint.testing import check_grad
 
@@ -237,3 +237,37 @@ def test_a_python_floats_power_may_be_complex_and_a_float_subclass_is_a_float():
     check_grad(power_of_a_float, 2.0, np.array([1.0, 2.0]))
     got = adjoint.grad(scalar_loop, wrt=(0, 1))(Float(0.3), Float(0.7))
     np.testing.assert_allclose(got, adjoint.grad(scalar_loop, wrt=(0, 1))(0.3, 0.7))
+
+
+@pytest.mark.parametrize("text, plain", [
+    ("def f(x):\n    y = x + 1\n    for i in range(3):\n        y = (z := y * 2)\n    return [w for w in y]", True),
+    ("def f(x):\n    g = lambda t: t\n    return g(x)", False),
+    ("def f(x):\n    def g(t):\n        return t\n    return g(x)", False),
+    ("def f(x):\n    global G\n    G = x", False),
+    ("def f(x: float):\n    return x", False),
+    ("def f(x):\n    match x:\n        case [a]:\n            return a", False),
+])
+def test_the_names_of_a_function_where_only_names_bind_are_read_in_walk_order(text, plain):
+    node = gast.parse(text).body[0]
+    names = shapes._plain_names(node)
+    if plain:
+        assert names == [n for n in syntax.walk(node) if isinstance(n, gast.Name)]
+    else:
+        assert names is None
+    assert list(shapes._definitions(node)) == list(_definitions_from_a_walk(node))
+
+
+def _definitions_from_a_walk(node):
+    """The names binding in `node`, in `walk`'s order (as `shapes` ordered them before it read names only)."""
+    shared, stores = set(), {}
+    everything = syntax.walk(node)
+    if any(type(c) in shapes._SCOPE_KINDS and c is not node for c in everything):
+        everything = shapes._in_this_scope(node, shared)
+    for child in everything:
+        bound = shapes._bound_by(child) if child is not node else None
+        if bound:
+            stores[bound] = stores.get(bound, 0) + 1
+    args = node.args
+    for param in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+        stores[param.id] = stores.get(param.id, 0) + 1
+    return stores
