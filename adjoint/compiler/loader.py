@@ -105,7 +105,7 @@ def instantiate(compiled: Compiled, fn, checked: bool = True):
     generated.__adjoint_source__ = compiled.text
     generated.__adjoint_compiled__ = compiled
     if checked:
-        generated.__adjoint_bound__ = _binding_check(compiled, fn)
+        generated.__adjoint_bound__ = binding_check((compiled, fn))
     return generated
 
 
@@ -121,11 +121,6 @@ def still_valid(compiled: Compiled, fn) -> bool:
         if value is not expected.obj:
             return False
     return True
-
-
-def _binding_check(compiled: Compiled, fn):
-    """`still_valid(compiled, fn)` as a function of no arguments (`binding_check`)."""
-    return binding_check((compiled, fn))
 
 
 def binding_check(*pairs):
