@@ -98,32 +98,32 @@ class PlainGradientJvps:
         f, count = self.f, len(primals)
         if count < self.count or count > f.__code__.co_argcount or len(tangents) != count:
             return None
-        positions, floats, moved = self.positions, (), ()
-        for i in range(count):  # the arguments differentiated and those a tangent moves: floats, float arrays
-            tangent = tangents[i]
+        positions, floats, moved = self.positions, (), []
+        for i, tangent in enumerate(tangents):  # the arguments differentiated and those a tangent moves
             if tangent is None and i not in positions:
                 continue
             primal = primals[i]
             kind = type(primal)
-            if kind is float:
-                if tangent is not None and type(tangent) is not float:
-                    return None
-                if i in positions:
-                    floats += (i,)
-            elif kind is _NDARRAY:
+            if kind is _NDARRAY:
                 dtype = primal.dtype
                 if dtype is not _FLOAT64 and dtype.kind != "f":
                     return None
-                if tangent is not None and not (
-                    type(tangent) is _NDARRAY and tangent.dtype is dtype and tangent.shape == primal.shape
-                ):
-                    return None
+                if tangent is not None:
+                    if type(tangent) is not _NDARRAY or tangent.dtype is not dtype or tangent.shape != primal.shape:
+                        return None
+                    moved.append(i)
+            elif kind is float:
+                if i in positions:
+                    floats += (i,)
+                if tangent is not None:
+                    if type(tangent) is not float:
+                        return None
+                    moved.append(i)
             else:
                 return None
-            if tangent is not None:
-                moved += (i,)
         if not moved or implicit.collector() is not None:
             return None
+        moved = tuple(moved)
         version, code, found_floats, found_moved, bound, defaults, function, recursive = self.found
         if not (
             version == registry.version and code is f.__code__ and found_floats == floats and found_moved == moved

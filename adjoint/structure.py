@@ -128,32 +128,39 @@ def plain_gradients(args, cotangents, positions, seed, prepare=None) -> tuple:
     value to project first (for the tangents of gradients: `tangent_like`).
 
     The common case is told in a few steps: an array of the argument's shape and dtype that
-    owns its memory, is writeable, and that nothing but `cotangents` refers to (a fresh result
-    the generated code made), so nothing else can share its memory: it is handed back as it is.
+    owns its memory and that nothing but `cotangents` refers to (a fresh result the generated
+    code made), so nothing else can share its memory: it is handed back as it is. (Its
+    `writeable` flag is not read: NumPy's operations make no read-only array that owns its
+    memory, and the generated code and the rules set the flag on none.)
 
     >>> x, cotangent = np.zeros(2), np.ones(2)
     >>> g0, g1, g2 = plain_gradients((x, 2.0, x), (cotangent, np.float64(3.0), cotangent), (0, 1, 2), 1.0)
     >>> g1, g0 is cotangent, np.shares_memory(g0, g2)
     (3.0, True, False)
     """
-    seen = None  # the memory handed back that a later gradient could share: made when first needed
-    gradients = []
     if len(cotangents) < len(args):
         cotangents = tuple(cotangents) + (None,) * (len(args) - len(cotangents))
+    gradients = []
     for i in positions:
-        arg = args[i]
-        if getrefcount(cotangents[i]) == _HELD_ONCE:  # (no other reference: see `_held_once`)
-            cotangent = cotangents[i]
+        # (the count before the item is bound to a name: no other reference, see `_held_once`)
+        if getrefcount(cotangents[i]) == _HELD_ONCE:
+            cotangent, arg = cotangents[i], args[i]
             if (
                 type(cotangent) is _NDARRAY and type(arg) is _NDARRAY and cotangent.dtype is arg.dtype
-                and cotangent.base is None and cotangent.shape == arg.shape and cotangent.flags.writeable
+                and cotangent.base is None and cotangent.shape == arg.shape
             ):
                 gradients.append(cotangent)
                 continue
-        else:
-            cotangent = cotangents[i]
-        if seen is None:
-            seen = set() if type(seed) in _SCALAR_SEEDS else _roots_in(seed)
+        return _shared_gradients(args, cotangents, positions, seed, prepare, gradients)
+    return tuple(gradients)
+
+
+def _shared_gradients(args, cotangents, positions, seed, prepare, gradients):
+    """`plain_gradients` from the first cotangent that is not the common case on (the ones in
+    `gradients` before it share memory with nothing)."""
+    seen = set() if type(seed) in _SCALAR_SEEDS else _roots_in(seed)
+    for i in positions[len(gradients):]:
+        cotangent, arg = cotangents[i], args[i]
         if prepare is not None:
             cotangent = prepare(cotangent, arg)
         gradients.append(_plain_gradient(arg, cotangent, seen))

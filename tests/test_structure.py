@@ -282,6 +282,16 @@ def test_cotangents_that_share_memory_are_copied_whoever_holds_them():
     assert not np.shares_memory(g, held)
 
 
+def test_after_a_cotangent_that_is_not_the_common_case_each_later_one_is_projected():
+    x, y = np.zeros(2), np.zeros(3, dtype=np.float32)
+    shared = np.ones(3, dtype=np.float32)
+    cotangents = (np.full(2, 2.0), np.float64(4.0), shared, np.ones(3))
+    gx, ga, gy, gz = plain_path.plain_gradients((x, 1.5, y, y), cotangents, (0, 1, 2, 3), None)
+    assert type(ga) is float and ga == 4.0
+    assert gy is shared and gz.dtype == np.float32  # (held by this test too, but nothing returned shares it)
+    np.testing.assert_array_equal(gx, [2.0, 2.0])
+
+
 def test_tangents_of_gradients_are_made_like_their_arguments_first():
     x = np.zeros((2, 3), dtype=np.float32)
     (t,) = plain_path.plain_gradients((x,), (np.array([1.0, 2.0, 3.0]),), (0,), None, runtime.tangent_like)
