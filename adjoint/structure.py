@@ -127,11 +127,9 @@ def plain_gradients(args, cotangents, positions, seed, prepare=None) -> tuple:
     `prepare(cotangent, arg)`, if given, makes what is not the common case (below) into the
     value to project first (for the tangents of gradients: `tangent_like`).
 
-    The common case is told in a few steps: an array of the argument's shape and dtype that
-    owns its memory and that nothing but `cotangents` refers to (a fresh result the generated
-    code made), so nothing else can share its memory: it is handed back as it is. (Its
-    `writeable` flag is not read: NumPy's operations make no read-only array that owns its
-    memory, and the generated code and the rules set the flag on none.)
+    The common case is told in a few steps: a writeable array of the argument's shape and dtype
+    that owns its memory and that nothing but `cotangents` refers to (a fresh result the
+    generated code made), so nothing else can share its memory: it is handed back as it is.
 
     >>> x, cotangent = np.zeros(2), np.ones(2)
     >>> g0, g1, g2 = plain_gradients((x, 2.0, x), (cotangent, np.float64(3.0), cotangent), (0, 1, 2), 1.0)
@@ -147,7 +145,7 @@ def plain_gradients(args, cotangents, positions, seed, prepare=None) -> tuple:
             cotangent, arg = cotangents[i], args[i]
             if (
                 type(cotangent) is _NDARRAY and type(arg) is _NDARRAY and cotangent.dtype is arg.dtype
-                and cotangent.base is None and cotangent.shape == arg.shape
+                and cotangent.base is None and cotangent.shape == arg.shape and cotangent.flags.writeable
             ):
                 gradients.append(cotangent)
                 continue

@@ -292,6 +292,16 @@ def test_after_a_cotangent_that_is_not_the_common_case_each_later_one_is_project
     np.testing.assert_array_equal(gx, [2.0, 2.0])
 
 
+def test_a_read_only_cotangent_only_the_results_hold_comes_back_writeable():
+    made = np.ones(3)
+    made.flags.writeable = False
+    cotangents = (made,)
+    del made
+    (g,) = plain_path.plain_gradients((np.zeros(3),), cotangents, (0,), None)
+    g += 1.0
+    np.testing.assert_array_equal(g, [2.0, 2.0, 2.0])
+
+
 def test_tangents_of_gradients_are_made_like_their_arguments_first():
     x = np.zeros((2, 3), dtype=np.float32)
     (t,) = plain_path.plain_gradients((x,), (np.array([1.0, 2.0, 3.0]),), (0,), None, runtime.tangent_like)
