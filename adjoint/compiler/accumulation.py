@@ -18,6 +18,8 @@ After:   W_bar += adj.matmul_lhs_bar(h_bar, W, x)
 
 from __future__ import annotations
 
+import operator
+
 import gast
 
 from . import annotations as anno
@@ -51,6 +53,7 @@ class _Owners:
 
     def __init__(self, alias: str, rewrite: bool = True, reads: dict | None = None):
         self.alias, self.rewrite = alias, rewrite
+        self.prefix = f"{alias}."  # (of the runtime helpers' names)
         # statement -> the names it reads, asked once: a loop's body is read twice per loop around it
         # (a statement `block` rewrites is a new one; the one it replaces is not asked again)
         self.reads: dict = {} if reads is None else reads
@@ -58,7 +61,7 @@ class _Owners:
         self.handed: set[int] = set()  # arrays given away or shared: never updated in place
         self.copied: set[int] = set()  # arrays another name was bound to: not updated by `+=`
 
-    def block(self, body: list, live_out: set) -> None:
+    def block(self, body: list, live_out) -> None:
         reads_after = self.reads_after(body, live_out)
         for index, stmt in enumerate(body):
             if isinstance(stmt, gast.Assign):
@@ -73,7 +76,7 @@ class _Owners:
                 self.hand_over(stmt)
                 self.forget(syntax.stored_names(stmt) | set().union(*(syntax.stored_names(s) for s in syntax.statements([stmt]))))
 
-    def assignment(self, stmt, later: set):
+    def assignment(self, stmt, later):
         target, value = stmt.targets[0], stmt.value
         if not isinstance(target, gast.Name):
             self.hand_over(value)
@@ -84,8 +87,7 @@ class _Owners:
         if _accumulates(value, name):
             self.hand_over(value.right)
             token = self.tokens.get(name)
-            sharing = {n for n, t in self.tokens.items() if t is token and n != name}
-            if token is not None and id(token) not in self.handed and not sharing & later:
+            if token is not None and id(token) not in self.handed and not any(n in later for n in self.sharing(token, name)):
                 if isinstance(value.op, gast.Add) and self.helper_name(value.right) == "unreduce_chosen":
                     # a max's cotangent goes to the chosen entries only: `adj.add_chosen` adds just those
                     update = gast.Assign(targets=[target], value=syntax.call(
@@ -99,10 +101,16 @@ class _Owners:
             self.tokens[name] = object()  # `x_bar + g` made a new array
             return stmt
         token = self.made_by(value)
-        if token is not None and any(t is token for n, t in self.tokens.items() if n != name):
+        if token is not None and self.sharing(token, name):
             self.copied.add(id(token))
         self.tokens[name] = token
         return stmt
+
+    def sharing(self, token, name) -> list:
+        """The names but `name` that hold `token`'s array."""
+        if operator.countOf(self.tokens.values(), token) < 1 + (self.tokens.get(name) is token):
+            return []  # (most arrays have one name: counted in C, without the loop below)
+        return [n for n, t in self.tokens.items() if t is token and n != name]
 
     def made_by(self, value):
         """The token of what `value` evaluates to, after handing over what it passes on."""
@@ -133,8 +141,7 @@ class _Owners:
     def helper_name(self, node) -> str | None:
         """`unbroadcast` for a call of `adj.unbroadcast`."""
         dotted = (syntax.dotted(node.func) or "") if isinstance(node, gast.Call) else ""
-        prefix = f"{self.alias}."
-        return dotted[len(prefix):] if dotted.startswith(prefix) else None
+        return dotted[len(self.prefix):] if dotted.startswith(self.prefix) else None
 
     def hand_over(self, node) -> None:
         """Names `node` passes where they may be kept or viewed (a call but the helpers above,
@@ -149,7 +156,8 @@ class _Owners:
             return
         if isinstance(node, (gast.BinOp, gast.UnaryOp, gast.Compare, gast.BoolOp, gast.IfExp, gast.Expr)):
             for child in syntax.child_nodes(node):
-                self.hand_over(child)
+                if isinstance(child, gast.expr):  # (an operator names nothing)
+                    self.hand_over(child)
             return
         for child in syntax.walk(node):  # anything else keeps or views what it names
             if isinstance(child, gast.Name) and self.tokens.get(child.id) is not None:
@@ -159,7 +167,7 @@ class _Owners:
         for name in names:
             self.tokens[name] = None
 
-    def loop(self, stmt, later: set) -> None:
+    def loop(self, stmt, later) -> None:
         """A loop body sees its own names again in the next iteration: a name it assigns keeps
         its array across iterations only where every assignment accumulates into it, and no
         other name shares or takes that array anywhere in the body (read once without rewriting
@@ -168,7 +176,7 @@ class _Owners:
         assigned = set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.body)))
         assigned |= _own_targets(stmt)
         kept = assigned - _bound_otherwise(stmt.body)
-        live = later | set().union(*(self.loads(s) for s in stmt.body)) | _loads(stmt)
+        live = _ReadLater([self.loads(s) for s in stmt.body] + [_loads(stmt)], 0, later)
         self.forget(assigned - kept)
         dry = _Owners(self.alias, rewrite=False, reads=self.reads)
         dry.tokens, dry.handed, dry.copied = dict(self.tokens), set(self.handed), set(self.copied)
@@ -199,15 +207,12 @@ class _Owners:
             self.reads[stmt] = found
         return found
 
-    def reads_after(self, body, live_out: set) -> list:
+    def reads_after(self, body, live_out) -> list:
         """For each statement of `body`, the names read after it (in `body`, then `live_out`)."""
-        reads, after = set(live_out), []
-        for stmt in reversed(body):
-            after.append(set(reads))
-            reads |= self.loads(stmt)
-        return after[::-1]
+        reads = [self.loads(stmt) for stmt in body]  # (asked now, before `block` rewrites any)
+        return [_ReadLater(reads, index + 1, live_out) for index in range(len(body))]
 
-    def branches(self, stmt, later: set) -> None:
+    def branches(self, stmt, later) -> None:
         self.hand_over(stmt.test)
         saved = dict(self.tokens)
         self.block(stmt.body, later)
@@ -217,6 +222,18 @@ class _Owners:
         for name in set(after_body) | set(self.tokens):
             if after_body.get(name) is not self.tokens.get(name):
                 self.tokens[name] = None
+
+
+class _ReadLater:
+    """The names read after a statement: those of the statements `reads[start:]` read, then
+    those of `later` (looked up when asked, which is seldom: copying the sets for every
+    statement cost more than the whole rewrite)."""
+
+    def __init__(self, reads: list, start: int, later):
+        self.reads, self.start, self.later = reads, start, later
+
+    def __contains__(self, name) -> bool:
+        return any(name in reads for reads in self.reads[self.start:]) or name in self.later
 
 
 def _accumulates(value, name) -> bool:

@@ -46,7 +46,7 @@ class _Facts:
     useful: set[str]
     loaded: set[str]  # every name the function reads
     params: set[str]
-    aliases: aliases.Aliases
+    loops: list  # the `for` loops, any depth
     first_read: dict[str, int]  # name -> first statement reading it with gradient
     reads: dict[str, list]  # name -> the statements reading it
     chains: list  # per statement, the [first, last] statements of the loops around it
@@ -57,6 +57,11 @@ class _Facts:
     # whether a name read is bound to a module (`np` is not updated by `np.random.shuffle`):
     # asked of the receivers of methods only, each once
     is_module: Callable[[str], bool]
+
+    @functools.cached_property
+    def aliases(self) -> aliases.Aliases:
+        """Which names may share arrays: asked only about an update (most functions make none)."""
+        return aliases.analyse(self.statements, self.loops, self.numbers)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -70,7 +75,7 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     facts = _Facts(
         varied, useful, loaded,
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
-        aliases=aliases.analyse(body, loops, numbers),
+        loops=loops,
         first_read=_first_differentiated_read(body, varied, useful, chains, loads),
         reads=_reads(loads),
         chains=chains,
@@ -124,7 +129,7 @@ def _problem(stmt, index, facts: _Facts, ctx):
             return (value, f"this updates `{shown}` after a differentiated operation used it, so the "
                     "pullback would see the updated values", _after_use_hint(value, shown))
     callee = anno.get(value, anno.CALLEE) if isinstance(value, gast.Call) else None
-    if callee is not None and ctx.mode == "reverse" and isinstance(stmt, gast.Assign) and set(_stored(stmt)) & set(facts.first_read) and (
+    if callee is not None and ctx.mode == "reverse" and isinstance(stmt, gast.Assign) and any(n in facts.first_read for n in _stored(stmt)) and (
         effects.updates_its_arguments(callee)
     ):
         return (value, f"`{callee.text}` updates an array in place (an argument, or one it reaches another way), "

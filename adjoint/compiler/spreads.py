@@ -43,59 +43,69 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """
     pullback_name = node.body[-1].value.elts[1].id  # `return (value, f_pullback)`
     pullback = next(s for s in node.body if isinstance(s, gast.FunctionDef) and s.name == pullback_name)
-    exponentials = _exponentials(node, pullback)
-    if not exponentials:
+    # the pattern is spotted first, and the names counted only where it occurs (seldom)
+    candidates = _candidates(pullback, f"{ctx.runtime_alias}.unreduce")
+    if not candidates:
         return node
-    stores, loads = collections.Counter(), collections.Counter()
-    for current in syntax.walk(pullback):
-        if isinstance(current, gast.Name):
-            (stores if isinstance(current.ctx, gast.Store) else loads)[current.id] += 1
-    unreduce = f"{ctx.runtime_alias}.unreduce"
-    for body in [pullback.body] + [b for s in syntax.statements(pullback.body) for b in syntax.bodies(s)]:
-        _unspread(body, exponentials - set(stores), unreduce, stores, loads)
+    exponentials = _exponentials(node, pullback, {reduced for *_, reduced, _ in candidates})
+    stores, loads = _counts(pullback, {bar for _, _, bar, *_ in candidates})
+    for body, spread, bar, cotangent, reduced, product in candidates:
+        if reduced in exponentials and reduced not in stores and stores[bar] == 1 and loads[bar] == 1:
+            if product.left.id == bar:
+                product.left = cotangent
+            else:
+                product.right = cotangent
+            body.remove(spread)
     return node
 
 
-def _exponentials(node, pullback) -> set[str]:
-    """The names the forward function (outside the pullback) binds once, to `np.exp(...)`."""
+def _candidates(pullback, unreduce) -> list:
+    """`(body, spread, e_bar, g, e, product)` for each `e_bar = adj.unreduce(g, e, ...)` of the pullback
+    that the next statement of its body multiplies by `e` (`e_bar * e` or `e * e_bar`)."""
+    found = []
+    for body in [pullback.body] + [b for s in syntax.statements(pullback.body) for b in syntax.bodies(s)]:
+        for stmt, after in zip(body, body[1:]):
+            spread = _spread(stmt, unreduce)
+            if spread is not None:
+                product = _product_of(after, spread[0], spread[2])
+                if product is not None:
+                    found.append((body, stmt, *spread, product))
+    return found
+
+
+def _exponentials(node, pullback, names) -> set[str]:
+    """Those of `names` that the forward function (outside the pullback) binds once, to `np.exp(...)`."""
     stores: collections.Counter = collections.Counter()
     found = set()
     for stmt in node.body:
         if stmt is pullback:
             continue
         for current in syntax.walk(stmt):
-            if isinstance(current, gast.Name) and isinstance(current.ctx, gast.Store):
+            if type(current) is gast.Name and current.id in names and isinstance(current.ctx, gast.Store):
                 stores[current.id] += 1
         if (
             isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
-            and isinstance(stmt.value, gast.Call)
+            and stmt.targets[0].id in names and isinstance(stmt.value, gast.Call)
             and getattr(anno.get(stmt.value, anno.CALLEE, None), "obj", None) is np.exp
         ):
             found.add(stmt.targets[0].id)
     return {name for name in found if stores[name] == 1}
 
 
-def _unspread(body, exponentials, unreduce, stores, loads) -> None:
-    """Rewrite the spreads of `body` (one statement list) that the exponential's rule multiplies
-    back in at once."""
-    index = 0
-    while index < len(body) - 1:
-        spread = _spread(body[index], exponentials, unreduce)
-        if spread is not None:
-            bar, cotangent, reduced = spread
-            product = _product_of(body[index + 1], bar, reduced)
-            if product is not None and stores[bar] == 1 and loads[bar] == 1:
-                if product.left.id == bar:
-                    product.left = cotangent
-                else:
-                    product.right = cotangent
-                del body[index]
-                continue
-        index += 1
+def _counts(pullback, names) -> tuple[collections.Counter, collections.Counter]:
+    """How often the pullback assigns each name, and how often it reads (or deletes) each of `names`."""
+    stores, loads = collections.Counter(), collections.Counter()
+    for current in syntax.walk(pullback):
+        if type(current) is gast.Name:
+            if isinstance(current.ctx, gast.Store):
+                stores[current.id] += 1
+            elif current.id in names:
+                loads[current.id] += 1
+    return stores, loads
 
 
-def _spread(stmt, exponentials, unreduce):
-    """`(e_bar, g, e)` for `e_bar = adj.unreduce(g, e, ...)` of an exponential `e`, else None."""
+def _spread(stmt, unreduce):
+    """`(e_bar, g, e)` for `e_bar = adj.unreduce(g, e, ...)` (of a name `e`), else None."""
     value = getattr(stmt, "value", None)
     if not (
         isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name)
@@ -107,7 +117,7 @@ def _spread(stmt, exponentials, unreduce):
     if not _is_constant(options.get("axis"), None) and not _is_constant(options.get("keepdims"), True):
         return None  # (a sum over an axis that dropped it: `g` would broadcast along the wrong axes)
     cotangent, reduced = value.args
-    if not (isinstance(cotangent, gast.Name) and isinstance(reduced, gast.Name) and reduced.id in exponentials):
+    if not (isinstance(cotangent, gast.Name) and isinstance(reduced, gast.Name)):
         return None
     return stmt.targets[0].id, cotangent, reduced.id
 
