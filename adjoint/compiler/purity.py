@@ -24,7 +24,7 @@ import types
 import gast
 import numpy as np
 
-from . import syntax
+from . import source, syntax
 
 # Methods that return a new value and leave their receiver; those marked take `out` after one
 # positional argument, so they may be given at most one.
@@ -64,7 +64,7 @@ def reads_only(fn) -> bool:
     if not isinstance(fn, types.FunctionType) or hasattr(fn, "__wrapped__"):
         return False  # a decorated function's source is not the code that runs
     try:
-        node = syntax.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+        node = syntax.parse(textwrap.dedent("".join(source.definition_lines(fn)))).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
         return False
     if not isinstance(node, gast.FunctionDef):
@@ -95,8 +95,9 @@ def _fresh(function, namespace, code) -> tuple[set, set]:
     for n in syntax.walk(function):
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], gast.Name):
             bindings[n.targets[0].id].append(n.value)
+    alone = _assigned_alone(function)
     for n in syntax.walk(function):  # any other binding (a loop, an unpacking, a parameter) is not fresh
-        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and not _assigned_alone(n, function):
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) and id(n) not in alone:
             bindings[n.id].append(None)
     bindings = {name: values for name, values in bindings.items() if name in plain_locals}
     arrays = {name for name, values in bindings.items() if values and all(_new_array(v, namespace) for v in values)}
@@ -104,10 +105,15 @@ def _fresh(function, namespace, code) -> tuple[set, set]:
     return arrays, containers
 
 
-def _assigned_alone(name, function) -> bool:
-    return any(isinstance(n, gast.Assign) and n.targets == [name] for n in syntax.walk(function)) or any(
-        isinstance(n, gast.AugAssign) and n.target is name for n in syntax.walk(function)
-    )
+def _assigned_alone(function) -> set[int]:
+    """The ids of the names `function` assigns alone (`n = ...`, `n += ...`), found in one walk."""
+    alone = set()
+    for n in syntax.walk(function):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1:
+            alone.add(id(n.targets[0]))
+        elif isinstance(n, gast.AugAssign):
+            alone.add(id(n.target))
+    return alone
 
 
 _NEW_ARRAYS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "eye", "arange"}
