@@ -21,7 +21,7 @@ from . import (
     accumulation, activity, array_methods, array_reductions, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
     reverse, shifts, ssa, syntax, tangent, within,
 )
-from . import products, spreads
+from . import fuse, products, spreads
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
@@ -189,7 +189,6 @@ def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = (), release: boo
 
 def _compiled_gradient(fn, wrt: tuple[int, ...], floats: tuple, release: bool) -> loader.Compiled | None:
     """The cached compilation of `fn`'s fused gradient (None: not fusable), as `compiled`."""
-    from . import fuse  # noqa: PLC0415  (a pass run after the others, for this function only)
 
     code = fn.__code__
     key = (id(code), wrt, (), False, GRADIENT, floats, release)
