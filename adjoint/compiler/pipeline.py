@@ -189,7 +189,6 @@ def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = (), release: boo
 
 def _compiled_gradient(fn, wrt: tuple[int, ...], floats: tuple, release: bool) -> loader.Compiled | None:
     """The cached compilation of `fn`'s fused gradient (None: not fusable), as `compiled`."""
-
     code = fn.__code__
     key = (id(code), wrt, (), False, GRADIENT, floats, release)
     entry = _compiled.get(key)
