@@ -74,7 +74,7 @@ class _Owners:
                 self.branches(stmt, reads_after[index])
             else:
                 self.hand_over(stmt)
-                self.forget(syntax.stored_names(stmt) | set().union(*(syntax.stored_names(s) for s in syntax.statements([stmt]))))
+                self.forget(set().union(*(syntax.stored_names(s) for s in syntax.statements([stmt]))))  # (`stmt` too)
 
     def assignment(self, stmt, later):
         target, value = stmt.targets[0], stmt.value
@@ -173,9 +173,10 @@ class _Owners:
         other name shares or takes that array anywhere in the body (read once without rewriting
         first, so that what a later statement does counts for the next iteration)."""
         self.hand_over(getattr(stmt, "iter", None) or getattr(stmt, "test", None))
-        assigned = set().union(*(syntax.stored_names(s) for s in syntax.statements(stmt.body)))
-        assigned |= _own_targets(stmt)
-        kept = assigned - _bound_otherwise(stmt.body)
+        nested = list(syntax.statements(stmt.body))
+        binds = [syntax.stored_names(s) for s in nested]  # (each statement walked once for both uses)
+        assigned = set().union(*binds) | _own_targets(stmt)
+        kept = assigned - _bound_otherwise(nested, binds)
         live = _ReadLater([self.loads(s) for s in stmt.body] + [_loads(stmt)], 0, later)
         self.forget(assigned - kept)
         dry = _Owners(self.alias, rewrite=False, reads=self.reads)
@@ -247,15 +248,16 @@ def _fresh_method(node) -> bool:
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and node.func.attr in _FRESH_METHODS
 
 
-def _bound_otherwise(body) -> set:
-    """The names some statement in `body` (nested ones too) binds other than by `name = name +/- g`
-    (every other name it assigns only accumulates)."""
+def _bound_otherwise(statements, binds) -> set:
+    """The names one of `statements` (a body's, nested ones too) binds other than by
+    `name = name +/- g` (every other name it assigns only accumulates); `binds`: the names each
+    of them binds (`syntax.stored_names`)."""
     names = set()
-    for stmt in syntax.statements(body):
-        binds = _own_targets(stmt) if syntax.bodies(stmt) else syntax.stored_names(stmt)
+    for stmt, bound in zip(statements, binds):
+        bound = _own_targets(stmt) if syntax.bodies(stmt) else bound
         if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.BinOp) and isinstance(stmt.value.left, gast.Name):
-            binds = {n for n in binds if not _accumulates(stmt.value, n)}
-        names |= binds
+            bound = {n for n in bound if not _accumulates(stmt.value, n)}
+        names |= bound
     return names
 
 

@@ -1,14 +1,17 @@
 """Effects: which calls may update the arrays they are given or reach, for `inplace`.
 
 A call of your own function is asked of its transform (`pipeline.lower(fn, (), until="inplace")`
-records the parameters it updates in place); a method of an object is judged by its name (`o.step()`,
-`o.update(...)` update; `model.forward(x)` reads); a function you declared non-differentiable,
-whose code adjoint does not read, may update its arguments.
+records the parameters it updates in place), unless its bytecode holds nothing the transform
+could find updating (most helpers, such as a `sigmoid` whose gradient lowers it in full later);
+a method of an object is judged by its name (`o.step()`, `o.update(...)` update;
+`model.forward(x)` reads); a function you declared non-differentiable, whose code adjoint does
+not read, may update its arguments.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import dis
 import types
 
 import numpy as np
@@ -94,12 +97,46 @@ def _updates_a_parameter(fn, pipeline) -> bool:
     if marked(fn, "__adjoint_rrule__", None) is not None:
         raise AdjointError(f"`{fn.__qualname__}` was made by adjoint")  # (as `pipeline.compile_function`)
     code = fn.__code__
+    if not _may_update(code):
+        return False  # (asked of its bytecode: lowering it costs as much as its gradient's passes)
     known = _updating.get(id(code))
     if known is None or known[0] is not code or not loader.still_valid(known[2], fn):
         _, ctx = pipeline.lower(fn, (), until="inplace")
         resolved = _Resolved(tuple(ctx.bindings), registry.version)
         known = _updating[id(code)] = (code, bool(ctx.updated_parameters), resolved)
     return known[1]
+
+
+def _may_update(code) -> bool:
+    """Whether `code` (with the code nested in it) holds what the transform up to `inplace` can
+    find updating an array in place: an augmented assignment, a store into an item or attribute,
+    or a call of a method named as what `normalize` rewrites into updates (`xs.append(v)`,
+    `np.add.at(y, i, v)`). Without any, the passes report no update and no refusal for one
+    (their other checks need a differentiated value, and `effects` asks with none).
+
+    >>> def sigmoid(a):
+    ...     return 1.0 / (1.0 + np.exp(-a))
+    >>> def scale_(y):
+    ...     y *= 2.0
+    >>> _may_update(sigmoid.__code__), _may_update(scale_.__code__)
+    (False, True)
+    """
+    if not _UPDATING_METHODS.isdisjoint(code.co_names):
+        return True
+    instructions = code.co_code  # (an operation and its argument, two bytes each; caches are operation 0)
+    for at in range(0, len(instructions), 2):
+        operation = instructions[at]
+        if operation in _STORES or operation == _BINARY_OP and instructions[at + 1] in _AUGMENTED:
+            return True
+    return any(_may_update(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE", "STORE_ATTR", "DELETE_SUBSCR", "DELETE_ATTR")
+           if name in dis.opmap}  # (`STORE_SLICE` since Python 3.12)
+_BINARY_OP = dis.opmap["BINARY_OP"]
+# the arguments of `BINARY_OP` that make it `+=`, `*=`, ... (any, should `dis` not tell: then lowered)
+_AUGMENTED = {arg for arg, (_, symbol) in enumerate(getattr(dis, "_nb_ops", ())) if symbol.endswith("=")} or range(256)
+_UPDATING_METHODS = {"append", "at"}
 
 
 @dataclasses.dataclass

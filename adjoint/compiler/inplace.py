@@ -6,10 +6,10 @@ adjoint never updates an array in place: `x += d` is `x = x + d`, `y[i] = v` is
 That matches Python unless another name sees the update. Guarantees: reports a problem for
 - such an update when another name that may share the memory (a copy, a view, a container
   holding it, the sequence a loop walks, what a call may have returned; see `aliases`) is read
-  afterwards, or when the value came from a call that may return an array held elsewhere; an
-  update of a parameter is allowed (the caller's array is left as it was) and recorded in
-  `ctx.updated_parameters` (refused when such a function is called from differentiated code,
-  or passed one array twice);
+  afterwards, or when the value came from a call that may return an array held elsewhere
+  (`shared_updates` tells); an update of a parameter is allowed (the caller's array is left as
+  it was) and recorded in `ctx.updated_parameters` (refused when such a function is called from
+  differentiated code, or passed one array twice);
 - a call writing into an `out=` array when differentiable values are involved;
 - a call made for its effect (its result unused) that is passed a differentiable value, unless
   it is a function of yours that updates none of its arguments;
@@ -33,7 +33,7 @@ from typing import Callable
 import gast
 import numpy as np
 
-from . import activity, aliases, effects, resolve, syntax
+from . import activity, aliases, effects, resolve, shared_updates, syntax
 from . import annotations as anno
 from .context import Context
 
@@ -68,12 +68,12 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Report in-place updates and effect-only calls that cannot be differentiated faithfully."""
     varied, useful = anno.get(node, anno.VARIED), anno.get(node, anno.USEFUL)
     body, chains, arms = _simple_statements(node.body)
-    loops = [s for s in syntax.statements(node.body) if isinstance(s, gast.For)]
+    compound = [s for s in syntax.statements(node.body) if syntax.bodies(s)]
+    loops = [s for s in compound if isinstance(s, gast.For)]
     numbers = activity.certain_numbers(node, ctx)[0]
-    loaded = syntax.load_names(node)
     loads = [syntax.load_names(stmt) for stmt in body]  # each simple statement's reads
     facts = _Facts(
-        varied, useful, loaded,
+        varied, useful, _loaded(node, compound, loads),
         params={a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs},
         loops=loops,
         first_read=_first_differentiated_read(body, varied, useful, chains, loads),
@@ -120,6 +120,27 @@ def _simple_statements(body):
     return flat, chains, arms
 
 
+def _loaded(node, compound, loads) -> set[str]:
+    """`syntax.load_names(node)` from the reads of its simple statements (`loads`), which are
+    known: what is read outside them (its parameters' defaults, the headers of the compound
+    statements `compound`) is walked alone."""
+    outside = []  # its parameters, decorators, annotation
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if field != "body":
+            outside += value if type(value) is list else [value]
+    loaded = set().union(*loads, *(syntax.load_names(n) for n in outside if isinstance(n, gast.AST)))
+    for stmt in compound:
+        kind = type(stmt)
+        if kind is gast.For:
+            loaded |= syntax.load_names(stmt.target) | syntax.load_names(stmt.iter)
+        elif kind is gast.If or kind is gast.While:
+            loaded |= syntax.load_names(stmt.test)
+        else:  # (`with`, `try`: all of it)
+            loaded |= syntax.load_names(stmt)
+    return loaded
+
+
 def _problem(stmt, index, facts: _Facts, ctx):
     """`(node, message, hint)` if `stmt` cannot be differentiated faithfully, else None."""
     value = getattr(stmt, "value", None)
@@ -137,12 +158,12 @@ def _problem(stmt, index, facts: _Facts, ctx):
                 f"make `{callee.text}` return a new array instead of updating one")
     update = anno.get(stmt, anno.IN_PLACE)
     if update is not None:
-        return _update_problem(stmt, update, stmt.value.left.id, facts, index, ctx)
+        return shared_updates.problem(stmt, update, stmt.value.left.id, facts, index, ctx)
     if (
         isinstance(value, gast.Call) and aliases.is_container_update(value) and anno.get(value, anno.MADE_UPDATE)
         and isinstance(value.args[0], gast.Name)
     ):
-        return _update_problem(stmt, None, value.args[0].id, facts, index, ctx)
+        return shared_updates.problem(stmt, None, value.args[0].id, facts, index, ctx)
     if isinstance(value, gast.Call) and _writes_out(value, facts.varied):
         return (value, "this call writes into an array through `out=`, which adjoint cannot differentiate",
                 "assign the result to a name instead")
@@ -168,58 +189,6 @@ def _global_arrays(body, ctx) -> set[str]:
     }
 
 
-def _update_problem(stmt, update, updated, facts: _Facts, index, ctx):
-    """A problem if updating `updated` (by `+=`, `y[i] = v` or `.append`) would show, in plain
-    Python, through another name that is read later and that adjoint's rebinding leaves as it
-    was: a copy, a view, a container holding it, or the sequence a loop walks."""
-    where = update if update is not None else stmt
-    what = f"`{update.target.id} {syntax.symbol(update.op)}= ...`" if update is not None else "this update"
-    name = update.target.id if update is not None else ctx.user_name(updated)
-    known = facts.aliases
-    origins = known.origins(updated)
-    roots = known.roots(updated)
-    if origins and all(isinstance(d.value, gast.Tuple) for d in origins):
-        return None  # a tuple: `t += (v,)` always makes a new one, in Python too
-    if _holds_a_literal(updated, known):
-        return None  # a number: `s = t = 0.0; s += x` rebinds `s` in Python too
-    item_reads = [d for d in origins if anno.get(d, anno.ITEM_READ)]
-    others = known.sharing(updated)
-    for d in item_reads:
-        if d.value.value.id in known.holders:  # `lst[0][0] = v` may update what another name holds
-            others |= known.contained | set().union(*(known.sharing(n) for n in known.contained))
-    made_here = [d for d in origins if update is not None and isinstance(d.value, gast.Name)
-                 and d not in item_reads and aliases.made_here(d.value.id, known, facts.reads)]
-    for d in made_here:  # a copy of a new array: the update shows only through what shares it
-        others |= {d.value.id} | known.sharing(d.value.id)
-    seen_later = sorted(n for n in others if _read_after(n, index, facts))
-    views = [d for d in origins if isinstance(d.value, (gast.Name, gast.Subscript, gast.Attribute)) and d not in item_reads
-             and d not in made_here and not (isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known))]
-    if roots & known.loop_items:
-        reason = f"`{name}` is an item of the sequence the loop walks"
-    elif views:
-        seen = views[0].value
-        shown = ctx.user_name(seen.id) if isinstance(seen, gast.Name) else syntax.unparse(seen)  # `a`, not `a_3`
-        reason = f"`{name}` may also be reached through another name or view (`{shown}`)"
-    elif not all(aliases.is_fresh(d) or d in item_reads or d not in views and isinstance(d.value, gast.Name)
-                 for d in origins):
-        reason = f"`{name}` comes from a call that may return an array held elsewhere (adjoint cannot tell)"
-    elif seen_later and not _checkable_at_run_time(stmt, seen_later, index, facts):
-        reason = f"`{name}` may also be reached through another name or view (`{ctx.user_name(seen_later[0])}`, read afterwards)"
-    else:
-        if roots & facts.params and not origins:
-            ctx.updated_parameters |= {(r, getattr(where, "lineno", None)) for r in roots & facts.params}
-        return None
-    if roots & known.loop_items or views:
-        # rebinding the name would leave the array it views unchanged: a different program
-        hint = "update the array it is part of (`X[i] /= ...`), or copy first if that is not the intent"
-    elif update is not None:
-        sign = syntax.symbol(update.op)
-        hint = f"write `{name} = {name} {sign} ...` to make the new value explicit"
-    else:
-        hint = f"copy it first (`{name} = {name}.copy()`) to make the new value explicit"
-    return (where, f"{what} would change `{name}` in place, but {reason}, and adjoint updates a copy", hint)
-
-
 def _first_differentiated_read(body, varied, useful, chains, loads) -> dict[str, int]:
     """For each name an adjoint may read, the first statement that reads it with gradient (in a
     loop, the loop's first statement: the next iteration reads it again after any update).
@@ -242,53 +211,6 @@ def _reads(loads) -> dict:
     return reads
 
 
-def _checkable_at_run_time(stmt, names, index, facts) -> bool:
-    """Whether the only names that could see an update are items read out of an array before
-    it (`x, y = state[0], state[1]`): a scalar item shares no memory, a row would. Then the
-    update is allowed and `reverse` checks, at run time, that they share no memory with it
-    (`SHARING_CHECK`)."""
-    known = facts.aliases
-    for name in names:
-        origins = known.origins(name)
-        if not origins or not all(isinstance(d.value, gast.Subscript) for d in origins):
-            return False
-        if not any(i < index for i, s in enumerate(facts.statements) if s in origins):
-            return False  # defined after the update: not there to check
-    anno.set_(stmt, anno.SHARING_CHECK, tuple(names))
-    return True
-
-
-def _holds_a_literal(name, known, seen=None) -> bool:
-    """Whether every value `name` can hold is a number literal, through plain copies."""
-    seen = set() if seen is None else seen
-    if name in seen:
-        return True
-    seen.add(name)
-    definitions = known.definitions.get(name, [])
-    return bool(definitions) and all(
-        isinstance(d.value, gast.Constant) and isinstance(d.value.value, (int, float))
-        or isinstance(d.value, gast.Name) and _holds_a_literal(d.value.id, known, seen)
-        for d in definitions
-    )
-
-
-def _read_after(name, update, facts) -> bool:
-    """Whether the value bound to `name` may be read after statement `update` runs: later in
-    order, or earlier in a loop around both that does not bind `name` anew each time."""
-    definitions = [i for i, s in enumerate(facts.statements) if s in facts.aliases.definitions.get(name, [])
-                   and not anno.get(s, anno.PHI)]
-    for read in facts.reads.get(name, []):
-        # the other arm of a branch never runs in the same pass as the update (a loop may run it
-        # next time: checked below)
-        other_arm = any(facts.arms[update].get(branch, arm) != arm for branch, arm in facts.arms[read].items())
-        if read > update and not other_arm:
-            return True
-        for first, last in facts.chains[read]:
-            if first <= update <= last and not any(first <= d <= last for d in definitions):
-                return True
-    return False
-
-
 def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     """Names whose arrays `stmt` (at `index`) may update in place."""
     value = getattr(stmt, "value", None)
@@ -299,13 +221,9 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     receiver = syntax.root_name(value.func) if isinstance(value.func, gast.Attribute) else None
     method_name = (syntax.dotted(value.func) or "").rsplit(".", 1)[-1]
     effect_only = _only_for_effect(stmt, facts.loaded)
-    # an object's own method may update it (`buffer = o.refill()`): in a loop that does not make
-    # `o` anew, a later iteration would update what an earlier one returned
-    object_method = (
-        receiver not in facts.numbers and effects.sounds_like_an_update(method_name) and index is not None
-        and _invariant_in_a_loop(receiver, index, facts)
-    )
-    if receiver and not facts.is_module(receiver) and (effect_only or method_name in effects.MUTATING_METHODS or object_method):
+    if receiver and not facts.is_module(receiver) and (
+        effect_only or method_name in effects.MUTATING_METHODS or _updates_its_object(receiver, method_name, index, facts)
+    ):
         updated.add(receiver)  # `w.fill(0)`, `buffer.sort()`, `model.step()` (an object may update itself)
     pure = callee is not None and (callee.kind == resolve.NON_DIFFERENTIABLE or aliases.returns_new_array(callee))
     # the names it is given, also inside a list, tuple or dict it is given (`f([y])`, `f(*ys)`)
@@ -315,6 +233,16 @@ def _updated_by(stmt, facts: _Facts, index=None) -> set[str]:
     ):
         updated |= arguments
     return updated - facts.immutable
+
+
+def _updates_its_object(receiver, method, index, facts) -> bool:
+    """An object's own method may update it (`buffer = o.refill()`): in a loop that does not make
+    `o` anew, a later iteration would update what an earlier one returned. (Asked last: it
+    reads the aliases, which most functions never need.)"""
+    return (
+        receiver not in facts.numbers and effects.sounds_like_an_update(method) and index is not None
+        and _invariant_in_a_loop(receiver, index, facts)
+    )
 
 
 def _invariant_in_a_loop(name, index, facts) -> bool:

@@ -35,6 +35,7 @@ def _without_dead_assignments(body, live: set, reads: set | None = None) -> list
     what the statements kept read is added to `reads`."""
     kept = []
     for stmt in reversed(body):
+        names = None
         if isinstance(stmt, gast.Assign):
             stored = syntax.stored_names(stmt.targets[0])
             if not stored & live:
@@ -42,9 +43,13 @@ def _without_dead_assignments(body, live: set, reads: set | None = None) -> list
             live -= stored
         elif syntax.bodies(stmt) and not isinstance(stmt, (gast.For, gast.While)):
             # (a loop reads its own names again in the next iteration: loop bodies are kept whole)
+            nested_reads = set()
             for nested in syntax.bodies(stmt):
-                nested[:] = _without_dead_assignments(nested, set(live))
-        names = syntax.load_names(stmt)  # (a compound statement's nested statements' reads too)
+                nested[:] = _without_dead_assignments(nested, set(live), nested_reads)
+            if type(stmt) is gast.If:  # (what its statements kept read is known: not walked again)
+                names = syntax.load_names(stmt.test) | nested_reads
+        if names is None:
+            names = syntax.load_names(stmt)  # (a compound statement's nested statements' reads too)
         live |= names
         if reads is not None:
             reads |= names

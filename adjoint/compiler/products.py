@@ -69,27 +69,23 @@ def _products(node) -> dict:
                 found[stmt.targets[0].id] = operands
     if not found:
         return found  # (no need to read the whole function)
-    stores: dict[str, int] = {}
-    for current in _local_nodes(node):
-        if type(current) is gast.Name and type(current.ctx) is gast.Store:
-            stores[current.id] = stores.get(current.id, 0) + 1
+    stores = _stores(node)
     return {p: operands for p, operands in found.items() if stores.get(p) == 1}
 
 
-_SCOPES = frozenset({gast.FunctionDef, gast.Lambda})
-
-
-def _local_nodes(function) -> list:
-    """The nodes `syntax.walk_local(function)` gives (in another order): each statement's are
-    read by the faster `syntax.walk`, unless it is or holds a function or lambda (the pullback
-    is one), whose own names are not `function`'s."""
-    found = []
+def _stores(function) -> dict[str, int]:
+    """How many times `function` binds each name, outside the functions and lambdas nested in it
+    (the pullback is one), whose names are their own: each statement's names are read by the
+    faster `syntax.name_nodes`, unless it is or holds one (then by `syntax.walk_local`)."""
+    stores: dict[str, int] = {}
     for stmt in function.body:
-        nodes = syntax.walk(stmt) if type(stmt) is not gast.FunctionDef else ()
-        if not nodes or not _SCOPES.isdisjoint(map(type, nodes)):
-            nodes = syntax.walk_local(gast.Module(body=[stmt], type_ignores=[]))
-        found += nodes
-    return found
+        names = syntax.name_nodes(stmt) if type(stmt) is not gast.FunctionDef else None
+        if names is None:
+            names = [n for n in syntax.walk_local(gast.Module(body=[stmt], type_ignores=[])) if type(n) is gast.Name]
+        for name in names:
+            if type(name.ctx) is gast.Store:
+                stores[name.id] = stores.get(name.id, 0) + 1
+    return stores
 
 
 def _operands(value):

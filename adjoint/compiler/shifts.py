@@ -36,21 +36,33 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     for stmt in syntax.statements(node.body):
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name):
             definitions[stmt.targets[0].id] = stmt
-    if not any(_reduction(stmt, _SHIFTS.values()) for stmt in definitions.values()):
-        return node  # no max or min to be a shift: no need to count the names
+    shifts = {name for name, stmt in definitions.items() if _reduction(stmt, _SHIFTS.values())}
+    ends = [stmt for stmt in definitions.values() if _adds_back(stmt.value, shifts)]
+    if not ends:
+        return node  # no max or min added back to a result: no shift, and no need to count the names
     for leaf in syntax.walk(node):
         if type(leaf) is gast.Name:
             (reads if type(leaf.ctx) is gast.Load else bindings)[leaf.id] += 1
     # a name bound twice (on two arms of a branch, which `ssa` leaves one name) may not be what
     # the pattern saw on every path
     definitions = {name: stmt for name, stmt in definitions.items() if bindings[name] == 1}
-    for stmt in definitions.values():
-        shift = _shift_of(stmt, definitions, reads)
+    for stmt in ends:
+        shift = _shift_of(stmt, definitions, reads) if bindings[stmt.targets[0].id] == 1 else None
         if shift is not None:
             subtract, add, m = shift
             anno.set_(subtract, anno.CANCELLED, frozenset({m}))
             anno.set_(add, anno.CANCELLED, frozenset({m}))
     return node
+
+
+def _adds_back(value, shifts) -> bool:
+    """Whether `value` is `a + m` or `m + a` of two names, `m` among `shifts`: how a log-sum-exp
+    with a shift ends."""
+    return (
+        isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add)
+        and isinstance(value.left, gast.Name) and isinstance(value.right, gast.Name)
+        and (value.left.id in shifts or value.right.id in shifts)
+    )
 
 
 def _shift_of(add, definitions, reads):

@@ -1,8 +1,10 @@
 """compiler.optimize: dead pullback statements and dead join copies go; nothing else does."""
 
+import gast
 import numpy as np
 
 import adjoint
+from adjoint.compiler import optimize, syntax
 from adjoint.testing import check_grad
 
 
@@ -45,3 +47,12 @@ def test_pullback_keeps_what_it_reads():
     pullback = text.split("def unused_intermediate_cotangent_pullback")[1]
     assert "z_bar" in pullback and "y_bar" in pullback
     check_grad(unused_intermediate_cotangent, np.array([0.3, 0.2]))
+
+
+def test_what_a_branch_keeps_reading_keeps_its_assignments():
+    body = syntax.parse("a = 1\nb = 2\nif c:\n    d = a\n    e = b\n").body
+    reads = set()
+    kept = optimize._without_dead_assignments(body, {"d"}, reads)
+    # `e` is read nowhere: gone, and with it `b`; `a` is read in the branch that stays
+    assert syntax.unparse(gast.Module(body=kept, type_ignores=[])).strip() == "a = 1\nif c:\n    d = a"
+    assert reads == {"a", "c"}
