@@ -58,8 +58,10 @@ class _Owners:
         # (a statement `block` rewrites is a new one; the one it replaces is not asked again)
         self.reads: dict = {} if reads is None else reads
         self.tokens: dict[str, object] = {}
-        self.handed: set[int] = set()  # arrays given away or shared: never updated in place
-        self.copied: set[int] = set()  # arrays another name was bound to: not updated by `+=`
+        # tokens, not their ids: a set keeps its tokens alive, so a token made later (by a loop's
+        # dry run, or for a rebound name) never takes the id of one given away
+        self.handed: set[object] = set()  # arrays given away or shared: never updated in place
+        self.copied: set[object] = set()  # arrays another name was bound to: not updated by `+=`
 
     def block(self, body: list, live_out) -> None:
         reads_after = self.reads_after(body, live_out)
@@ -87,12 +89,12 @@ class _Owners:
         if _accumulates(value, name):
             self.hand_over(value.right)
             token = self.tokens.get(name)
-            if token is not None and id(token) not in self.handed and not any(n in later for n in self.sharing(token, name)):
+            if token is not None and token not in self.handed and not any(n in later for n in self.sharing(token, name)):
                 if isinstance(value.op, gast.Add) and self.helper_name(value.right) == "unreduce_chosen":
                     # a max's cotangent goes to the chosen entries only: `adj.add_chosen` adds just those
                     update = gast.Assign(targets=[target], value=syntax.call(
                         f"{self.alias}.add_chosen", [syntax.name(name)] + value.right.args, value.right.keywords))
-                elif id(token) not in self.copied:
+                elif token not in self.copied:
                     update = gast.AugAssign(target=target, op=value.op, value=value.right)
                 else:
                     update = None  # `x_bar = y_bar; x_bar += g`: see the module docstring
@@ -102,7 +104,7 @@ class _Owners:
             return stmt
         token = self.made_by(value)
         if token is not None and self.sharing(token, name):
-            self.copied.add(id(token))
+            self.copied.add(token)
         self.tokens[name] = token
         return stmt
 
@@ -161,7 +163,7 @@ class _Owners:
             return
         for child in syntax.walk(node):  # anything else keeps or views what it names
             if isinstance(child, gast.Name) and self.tokens.get(child.id) is not None:
-                self.handed.add(id(self.tokens[child.id]))
+                self.handed.add(self.tokens[child.id])
 
     def forget(self, names) -> None:
         for name in names:
@@ -185,7 +187,7 @@ class _Owners:
         for name in kept:
             token = self.tokens.get(name)
             if token is not None and any(t is token and n != name for n, t in dry.tokens.items()):
-                dry.handed.add(id(token))  # shared by another name in the body
+                dry.handed.add(token)  # shared by another name in the body
         self.handed |= dry.handed
         self.copied |= dry.copied
         self.block(stmt.body, live)

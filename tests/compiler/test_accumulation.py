@@ -183,3 +183,23 @@ def test_second_derivatives_read_a_pullback_whose_cotangents_are_copies():
     plus = adjoint.grad(copies_then_accumulates)(X + eps * V, W)
     minus = adjoint.grad(copies_then_accumulates)(X - eps * V, W)
     np.testing.assert_allclose(product, (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-7)
+
+
+def test_a_token_given_away_is_never_mistaken_for_another(monkeypatch):
+    # tokens die (a loop's dry run, a rebound name) and CPython reuses their ids: were tokens
+    # told apart by id, a later array could pass for one given away, and lose its `+=` by the
+    # luck of the allocator. Every id made equal, the generated code must not change.
+    from adjoint.compiler import accumulation
+
+    def updates(f):
+        return [line.strip() for line in adjoint.source(f).splitlines() if "+=" in line]
+
+    expected = updates(rnn)
+    monkeypatch.setattr(accumulation, "id", lambda obj: 0, raising=False)
+    assert expected and updates(rnn_again) == expected
+
+
+def rnn_again(W, xs, h):
+    for x in xs:
+        h = np.tanh(W @ h + x)
+    return np.sum(h)
