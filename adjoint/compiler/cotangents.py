@@ -24,6 +24,7 @@ class Cotangents:
         self.ctx = ctx
         self.names: dict[str, str] = {}
         self.live: set[str] = set()
+        self.reached: set[str] = set()  # every name something was added to (`loops` resets it per loop)
         self.numeric = numeric  # values known to be numbers or arrays: their cotangents add with `+`
 
     def name(self, var: str) -> str:
@@ -43,6 +44,7 @@ class Cotangents:
 
     def accumulate(self, var: str, expr) -> gast.Assign:
         bar = self.name(var)
+        self.reached.add(var)
         if var not in self.live:
             self.live.add(var)
             return syntax.assign(bar, expr)

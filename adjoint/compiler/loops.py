@@ -52,6 +52,7 @@ class LoopRecord:
     counter: str | None = None
     recorded: tuple = ()
     buffers: dict = dataclasses.field(default_factory=dict)  # sequence name -> buffer name
+    operands: set = dataclasses.field(default_factory=set)  # the names the body's adjoints may add to
 
 
 @dataclasses.dataclass
@@ -113,17 +114,27 @@ def emit(rev, record: LoopRecord) -> list:
     cot = rev.cot
     live_exit = set(cot.live)
     local = record.defined - set(record.phis)
-    persistent = set(live_exit)
+    # The names defined before the loop that the body adds to are kept nonzero across iterations;
+    # they are guessed nonzero from the start (the body's operands), so that the body is usually
+    # written once. A guessed name nothing adds to changes no code (it is never consumed in the
+    # body, and no other cotangent depends on it), and is dropped: what remains is the least
+    # fixpoint that writing the body again until nothing grows would reach.
+    guessed = record.operands - record.defined - live_exit
+    persistent = live_exit | guessed
     for _ in range(50):  # each round can only add names
         cot.live = set(persistent)
         emission = _Emission(record)
         rev.emitting.append(emission)
+        outer_reached, cot.reached = cot.reached, set()
         code = rev.emit_block(record.adjoints) + _element_adjoints(rev, record)
+        idle = guessed - cot.reached
+        cot.reached |= outer_reached
         rev.emitting.pop()
-        grown = persistent | (cot.live - local)
+        persistent -= idle
+        grown = persistent | (cot.live - local - idle)
         if grown == persistent:
             break
-        persistent = grown
+        persistent = grown | guessed
     code += [cot.zeros(name) for name in sorted(persistent - cot.live)]
     cot.live = set(persistent)
     if not code:

@@ -191,6 +191,7 @@ class _Reverse(calls.CallAdjoints):
             return [self.cot.accumulate(source, packed)]
 
         self.adjoints.append((stmt, emit))
+        self._may_add_to([source])
 
     def _assignment(self, stmt, target, value):
         if not activity.differentiable_operands(value):
@@ -340,6 +341,13 @@ class _Reverse(calls.CallAdjoints):
             return block
 
         self.adjoints.append((stmt, emit))
+        self._may_add_to([o.id for o in operands if isinstance(o, gast.Name)])
+
+    def _may_add_to(self, names):
+        """Note that an adjoint in the loops being built may add to the cotangents of `names`
+        (`loops.emit` guesses from them which cotangents its pullback loop carries)."""
+        for record in self.building:
+            record.operands.update(names)
 
     def _subscript(self, stmt, target, value):
         self.forward.append(stmt)

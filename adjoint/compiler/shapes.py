@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import gast
 import numpy as np
@@ -30,13 +30,12 @@ from . import annotations as anno
 from . import syntax
 
 
-@dataclass(frozen=True)
-class Like:
+# (tuples, not dataclasses: the analysis compares classes often, and tuples compare in C)
+class Like(NamedTuple):
     root: str
 
 
-@dataclass(frozen=True)
-class Kept:
+class Kept(NamedTuple):
     root: str
     axes: tuple
 
@@ -85,7 +84,7 @@ def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> d
     for name in python_numbers:
         if definitions.get(name) == [None]:  # never rebound
             definitions[name] = [_NUMBER]
-    # what a name defined once is where nothing better is known (a frozen dataclass is slow to make: once each)
+    # what a name defined once is where nothing better is known (made once each)
     fresh = {name: Like(name) if len(values) == 1 else OPAQUE for name, values in definitions.items()}
     readers: dict[str, set] = {}  # the names whose definitions read a name
     for name, values in definitions.items():
@@ -93,16 +92,18 @@ def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> d
             for read in _reads(value):
                 readers.setdefault(read, set()).add(name)
     known: dict = {}
-    pending = set(definitions)
+    order = {name: position for position, name in enumerate(definitions)}
+    pending = list(definitions)
     stale = set(definitions)  # an operand changed since the name was last looked at
     for _ in range(2 * len(definitions) + 2):  # loops make definitions circular: iterate to a fixpoint
         if not pending:
             return {name: known.get(name, OPAQUE) for name in definitions}
         changed = set()
-        for name, values in definitions.items():  # in order: most names settle in the first round
-            if name not in stale or name not in pending:  # (looked at again, it would give what it gave)
+        for name in pending:  # in order: most names settle in the first round
+            if name not in stale:  # (looked at again, it would give what it gave)
                 continue
             stale.discard(name)
+            values = definitions[name]
             found = [_class_of(v, fresh[name], known, definitions, numbers) for v in values]
             if name in known:
                 found = [known[name] if f is None else f for f in found]
@@ -111,7 +112,7 @@ def classes(node: gast.FunctionDef, numbers=frozenset(), python_numbers=()) -> d
                 known[name] = joined
                 changed |= readers.get(name, set())
                 stale |= readers.get(name, set())
-        pending = changed
+        pending = sorted(changed, key=order.__getitem__)
     return dict.fromkeys(definitions, OPAQUE)  # not settled: claim nothing
 
 
@@ -130,8 +131,12 @@ def _definitions(node) -> dict:
     name declared `global` or `nonlocal` anywhere inside may change behind any call."""
     stores: dict[str, int] = {}
     shared = set()
-    everything = _plain_names(node)
-    if everything is None:
+    plain = _plain_names(node)
+    if plain is not None:  # (most functions: counted without looking at each node's kind)
+        for bound in [n.id for n in plain if type(n.ctx) in _BINDING_CONTEXTS]:
+            stores[bound] = stores.get(bound, 0) + 1
+        everything = ()
+    else:
         everything = syntax.walk(node)
         if any(type(c) in _SCOPE_KINDS and c is not node for c in everything):
             everything = _in_this_scope(node, shared)
@@ -288,16 +293,21 @@ def _elementwise(operands, known, defined, fresh):
             found.append(kind)
     if not found:
         return PYTHON_NUMBER
-    if not all(isinstance(k, (Like, Kept)) for k in found) or len({k.root for k in found}) != 1:
-        return fresh
-    likes = [k for k in found if isinstance(k, Like)]
-    if likes:
-        return likes[0]
-    return found[0] if len(set(found)) == 1 else fresh
+    like = None
+    for kind in found:  # (a loop, not comprehensions: this runs for most definitions)
+        if not isinstance(kind, (Like, Kept)) or kind.root != found[0].root:
+            return fresh
+        if like is None and isinstance(kind, Like):
+            like = kind
+    if like is not None:
+        return like
+    return found[0] if found.count(found[0]) == len(found) else fresh
 
 
 def _reduction(call, obj, known, defined, fresh):
     """`Kept(root, axes)` for a reduction with `keepdims=True` over literal axes of a `Like(root)`."""
+    if not call.keywords:
+        return fresh  # (most calls: no `keepdims=True`)
     keywords = {k.arg: k.value for k in call.keywords}
     if _member(obj, _REDUCTIONS) and len(call.args) == 1:
         operand = call.args[0]

@@ -356,3 +356,39 @@ def loop_doing_nothing(x, n):
 
 def test_a_loop_whose_body_does_nothing_stays_a_valid_loop():
     check_grad(loop_doing_nothing, 1.5, 3)
+
+
+# ---- the pullback loop's carried cotangents are guessed, so its body is written once ------------
+
+
+def biased_rnn(h, W, b, n):
+    for i in range(n):
+        h = np.tanh(W @ h + b)  # only the loop adds to `b`'s cotangent
+    return np.sum(h)
+
+
+def test_a_pullback_loop_is_written_once_when_the_guess_is_right(monkeypatch):
+    from adjoint.compiler import reverse
+
+    written = []
+    emit_block = reverse._Reverse.emit_block
+    monkeypatch.setattr(reverse._Reverse, "emit_block", lambda self, adjoints: written.append(adjoints) or emit_block(self, adjoints))
+    _, pullback = generated(biased_rnn, (0, 1, 2))
+    assert len(written) == 2  # the function's pullback, and the loop's body once
+    code = syntax.unparse(pullback)
+    assert "b_bar = adj.zeros_like(b)" in code and "b_bar += " in code
+    check_grad(biased_rnn, RNG.normal(size=3), RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=3), 3)
+
+
+def scaled_rows(x, c, n):
+    total = 0.0
+    for i in range(n):
+        total = total + x[i] * c  # `x` gathers its rows in a buffer: the guess `x` adds no code
+    return total
+
+
+def test_a_guessed_cotangent_nothing_adds_to_leaves_no_code():
+    _, pullback = generated(scaled_rows, (0, 1))
+    code = syntax.unparse(pullback)
+    assert "zeros_like(x)" not in code and "x_bar = adj.from_buffer" in code
+    check_grad(scaled_rows, RNG.normal(size=4), 1.5, 3)
