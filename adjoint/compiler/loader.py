@@ -23,7 +23,6 @@ import functools
 import itertools
 import linecache
 import re
-import textwrap
 import types
 
 from .. import registry
@@ -60,7 +59,7 @@ def compile_source(
         "def __adjoint_closure__():\n"
         + declared
         + f"    def __adjoint_factory__({', '.join(parameters)}):\n"
-        + textwrap.indent(text, " " * 8)
+        + _indented(text)
         + f"        return {_defined_name(text)}\n"
         + "    return __adjoint_factory__\n"
     )
@@ -191,6 +190,16 @@ _BUILTINS = vars(builtins)  # where `free_name` looks after the globals
 
 def _constant(code, name):
     return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+
+
+def _indented(text: str) -> str:
+    """`textwrap.indent(text, " " * 8)` (blank lines, inside a multi-line string, left as they are),
+    without a call per line.
+
+    >>> _indented("x = 1\\n\\nif x:\\n    y = 2\\n")
+    '        x = 1\\n\\n        if x:\\n            y = 2\\n'
+    """
+    return "".join(["        " + line if line.strip() else line for line in text.splitlines(True)])
 
 
 def _defined_name(text: str) -> str:

@@ -33,40 +33,79 @@ def to_gast(node):
 
 
 def _to_gast(node):
-    """`to_gast` of a node: most copy their fields as they are; the few gast writes differently
-    are looked up once per class (a chain of checks on every node costs as much as the copy)."""
-    kind = type(node)
+    """`to_gast` of a node, by its class's converter."""
+    return _converters[type(node)](node)
+
+
+class _Converters(dict):
+    """The function converting `ast` nodes of each class, made once per class (a chain of
+    checks on every node costs as much as the copy); a value that is no node (a `global`'s
+    names, a dict display's missing keys) stays as it is."""
+
+    def __missing__(self, kind):
+        found = self[kind] = _converter(kind) if issubclass(kind, _AST) else _unchanged
+        return found
+
+
+def _converter(kind):
+    """Most nodes copy their fields as they are, then convert the ones that may hold nodes;
+    the few gast writes differently are special."""
+    target = getattr(gast, kind.__name__, None)  # (None for `arg`: special)
+    nodes = tuple(f for f in kind._fields if f not in _NEVER_NODES and (kind, f) != (ast.Constant, "value"))
+    gains_type_params = kind in _GAINS_TYPE_PARAMS
+    convert, new_node = _converters, _new_node
+
+    def converted(node):
+        new = new_node(target)
+        state = node.__dict__
+        new.__dict__ = fields = state.copy()  # its fields and its position, as the parser set them; then the nodes among them converted
+        for key in nodes:
+            value = state.get(key)
+            if type(value) is list:
+                fields[key] = [convert[type(v)](v) for v in value]  # (no field holds lists of lists)
+            elif value is not None:
+                fields[key] = convert[type(value)](value)
+        if gains_type_params:
+            new.type_params = []
+        return new
+
     special = _SPECIAL_TO_GAST.get(kind)
     if special is not None:
-        new = special(node)
-        if new is not None:
+        def converted_specially(node):
+            new = special(node)
+            if new is None:  # (as any other node)
+                return converted(node)
             fields = new.__dict__
             for attribute in node._attributes:
                 value = getattr(node, attribute, _MISSING)
                 if value is not _MISSING:
                     fields[attribute] = value
             return new
-    target = _gast_classes.get(kind) or _gast_class(kind)
-    new = target.__new__(target)
-    converted = new.__dict__  # (where a node's constructor puts its fields too)
-    state = node.__dict__
-    converted.update(state)  # its fields and its position, as the parser set them; then the nodes among them converted
-    for key in kind._fields:
-        value = state.get(key)
-        if type(value) is list:
-            converted[key] = [_to_gast(v) if isinstance(v, _AST) else v for v in value]  # (no field holds lists of lists)
-        elif isinstance(value, _AST):
-            converted[key] = _to_gast(value)
-    if kind in _GAINS_TYPE_PARAMS:
-        new.type_params = []
-    return new
+        return converted_specially
+    if not nodes and not gains_type_params and not kind._attributes:
+        return lambda node: target.__new__(target)  # a context or an operator: nothing to copy
+    return converted
+
+
+def _unchanged(value):
+    return value
 
 
 _AST, _MISSING = ast.AST, object()
+# fields that hold no node in any `ast` class (nor `Constant.value`): not looked into
+_NEVER_NODES = frozenset({"id", "attr", "arg", "name", "kind", "type_comment", "level", "module", "conversion",
+                          "is_async", "simple", "kwd_attrs", "rest", "tag"})
+_converters = _Converters()
 
 
 def _name_to_gast(node):
-    return _gast_name(node.id, _to_gast(node.ctx), None, None)
+    """A `Name`, the commonest node, converted whole (its position too) without a wrapper's calls."""
+    new = _new_node(_Name)
+    new.__dict__ = fields = node.__dict__.copy()  # its id, context and position
+    context = fields["ctx"]
+    fields["ctx"] = _converters[type(context)](context)
+    fields["annotation"] = fields["type_comment"] = None
+    return new
 
 
 def _arg_to_gast(node):
@@ -74,13 +113,13 @@ def _arg_to_gast(node):
 
 
 def _gast_name(identifier, ctx, annotation, type_comment):
-    """The `gast.Name` its constructor makes (a call in Python, for the commonest node)."""
+    """The `gast.Name` its constructor makes, without its constructor's calls in Python."""
     new = _Name.__new__(_Name)
     new.__dict__.update(id=identifier, ctx=ctx, annotation=annotation, type_comment=type_comment)
     return new
 
 
-_Name = gast.Name
+_Name, _new_node = gast.Name, ast.AST.__new__
 
 
 def _handler_to_gast(node):
@@ -90,16 +129,11 @@ def _handler_to_gast(node):
     return gast.ExceptHandler(type=to_gast(node.type), name=name, body=to_gast(node.body))
 
 
-_SPECIAL_TO_GAST = {ast.Name: _name_to_gast, ast.arg: _arg_to_gast, ast.ExceptHandler: _handler_to_gast}
+_converters[ast.Name] = _name_to_gast
+_SPECIAL_TO_GAST = {ast.arg: _arg_to_gast, ast.ExceptHandler: _handler_to_gast}  # (their positions copied after)
 if sys.version_info[:2] == (3, 12):  # type parameters, converted their own way on this Python only: left to gast
     _SPECIAL_TO_GAST.update({getattr(ast, kind): gast.ast_to_gast for kind in ("TypeVar", "TypeVarTuple", "ParamSpec")})
 _GAINS_TYPE_PARAMS = () if _TYPE_PARAMS_IN_AST else (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_gast_classes: dict[type, type] = {}
-
-
-def _gast_class(kind) -> type:
-    found = _gast_classes[kind] = getattr(gast, kind.__name__)
-    return found
 
 
 def to_ast(node):

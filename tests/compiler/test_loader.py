@@ -130,3 +130,17 @@ def test_reregistered_rule_is_used():
 
     # expected: [0.5, 0.5] from the new rule; actual: [100, 100] from the replaced one
     np.testing.assert_allclose(adjoint.grad(_uses_softplus)(np.zeros(2)), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("text", [
+    "def f(x):\n    return x\n",
+    "def f(x):\n    '''two\n\n    paragraphs'''\n    return x\n",  # a blank line inside a string stays blank
+    "a = 1\n  \nb = 2",  # whitespace alone, and no final line break
+    "",
+])
+def test_generated_text_is_indented_as_textwrap_indents_it(text):
+    import textwrap
+
+    from adjoint.compiler.loader import _indented
+
+    assert _indented(text) == textwrap.indent(text, " " * 8)
