@@ -53,7 +53,27 @@ def interleaved(calls, rounds=5, budget=0.1, samples=5):
 
 
 def pair_difference(slow, fast, args, rounds=5, budget=0.1):
-    """Median seconds `slow(*args)` takes over `fast(*args)`, timed interleaved; the two
-    medians are returned too: `(difference, slow_median, fast_median)`."""
-    medians = interleaved({"slow": (slow, args), "fast": (fast, args)}, rounds, budget)
-    return medians["slow"] - medians["fast"], medians["slow"], medians["fast"]
+    """Median seconds `slow(*args)` takes over `fast(*args)`, and the two medians:
+    `(difference, slow_median, fast_median)`. The difference is the median of paired samples,
+    each a sample of `slow` and one of `fast` taken back to back (in turn in either order), so a
+    slow stretch of the machine lands on both halves of a pair: a small difference between two
+    calls is then not lost in the noise of each call's median.
+
+    >>> difference, slow, fast = pair_difference(sorted, len, ([3.0, 1.0, 2.0],), rounds=2, budget=0.01)
+    >>> slow > fast > 0
+    True
+    """
+    reps = max(repetitions(slow, args)[0], repetitions(fast, args)[0])
+    per_call = call_time(slow, args, reps)
+    count = max(1, int(budget / (per_call * reps)))
+    slow_times, fast_times, differences = [], [], []
+    for round_ in range(rounds):
+        for sample in range(count):
+            if (round_ + sample) % 2:
+                fast_time, slow_time = call_time(fast, args, reps), call_time(slow, args, reps)
+            else:
+                slow_time, fast_time = call_time(slow, args, reps), call_time(fast, args, reps)
+            slow_times.append(slow_time)
+            fast_times.append(fast_time)
+            differences.append(slow_time - fast_time)
+    return statistics.median(differences), statistics.median(slow_times), statistics.median(fast_times)
