@@ -11,6 +11,8 @@ variable `ADJOINT_DEBUG=1`, or `pipeline.DEBUG = True`, to print the code after 
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import os
 import sys
 import weakref
@@ -59,6 +61,27 @@ _compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit, mode) ->
 _instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 
 
+def _collector_paused(transform):
+    """`transform`, run with Python's cyclic garbage collector paused. A transform makes and
+    drops thousands of small trees and tables; the collections they would set off walk the
+    objects it keeps, and the process's older ones, over and over (about 5% of a first
+    differentiation). Afterwards the collector is on again, and the one collection put off
+    runs at the next allocation. Where it was off already (by the caller, or for a transform
+    under way), it is left alone."""
+
+    @functools.wraps(transform)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return transform(*args, **kwargs)
+        gc.disable()
+        try:
+            return transform(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
+
+
 def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = (), implicit: bool = False, mode=REVERSE,
           floats: tuple = ()):
     """Run the passes over `fn` up to and including `until` (all by default): `(node, ctx)`.
@@ -81,6 +104,7 @@ def lower(fn, wrt: tuple[int, ...], until: str | None = None, frozen: tuple = ()
     return node, ctx
 
 
+@_collector_paused
 def compile_function(
     fn, wrt: tuple[int, ...], frozen: tuple = (), implicit: bool = False, mode=REVERSE, floats: tuple = (),
 ) -> loader.Compiled:
@@ -187,6 +211,7 @@ def gradient_function(fn, wrt: tuple[int, ...], floats: tuple = (), release: boo
     return generated
 
 
+@_collector_paused
 def _compiled_gradient(fn, wrt: tuple[int, ...], floats: tuple, release: bool) -> loader.Compiled | None:
     """The cached compilation of `fn`'s fused gradient (None: not fusable), as `compiled`."""
     code = fn.__code__

@@ -1,6 +1,7 @@
 """compiler.pipeline: the passes in order, caching, and generated code as valid input again."""
 
 import numpy as np
+import pytest
 
 from adjoint.compiler import fence, pipeline
 from adjoint.compiler.context import Context
@@ -65,3 +66,38 @@ def test_equal_code_in_two_files_is_transformed_once_per_file(tmp_path, monkeypa
     assert a.f.__code__ == b.f.__code__
     assert "(twin_a.py:3)" in adjoint.source(a.f)
     assert "(twin_b.py:3)" in adjoint.source(b.f)
+
+
+def test_the_garbage_collector_is_paused_while_transforming_and_left_as_it_was(monkeypatch):
+    import gc
+
+    import adjoint
+
+    seen = []
+    real = pipeline.emit.to_source
+
+    def spying(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.emit, "to_source", spying)
+
+    def cube(x):
+        return x * x * x
+
+    def broken(x):
+        x.sort()  # (refused: the collector must come back on all the same)
+        return x
+
+    assert gc.isenabled()
+    pipeline.compile_function(cube, (0,))
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(adjoint.AdjointError):
+        pipeline.compile_function(broken, (0,))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pipeline.compile_function(cube, (0,))
+        assert not gc.isenabled()  # (the caller's choice is kept)
+    finally:
+        gc.enable()
