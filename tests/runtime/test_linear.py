@@ -46,8 +46,9 @@ def test_a_broadcast_cotangent_is_summed_down_to_the_product_first(a_shape, b_sh
     np.testing.assert_allclose(np.sum(lhs * da) + np.sum(rhs * db), expected, rtol=1e-10)
 
 
-def test_a_cotangent_of_the_products_shape_gives_the_transposed_products():
-    a, b, g = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 4)), RNG.normal(size=(2, 4))
+@pytest.mark.parametrize("rows, inner, columns", [(2, 3, 4), (64, 40, 30)])  # small and large: `np.dot`, `@`
+def test_a_cotangent_of_the_products_shape_gives_the_transposed_products(rows, inner, columns):
+    a, b, g = RNG.normal(size=(rows, inner)), RNG.normal(size=(inner, columns)), RNG.normal(size=(rows, columns))
     np.testing.assert_allclose(matmul_lhs_bar(g, a, b), g @ b.T)
     np.testing.assert_allclose(matmul_rhs_bar(g, a, b), a.T @ g)
     v = RNG.normal(size=3)
