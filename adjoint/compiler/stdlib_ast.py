@@ -51,7 +51,10 @@ def _converter(kind):
     """Most nodes copy their fields as they are, then convert the ones that may hold nodes;
     the few gast writes differently are special."""
     target = getattr(gast, kind.__name__, None)  # (None for `arg`: special)
-    nodes = tuple(f for f in kind._fields if f not in _NEVER_NODES and (kind, f) != (ast.Constant, "value"))
+    nodes = tuple(
+        f for f in kind._fields
+        if (f not in _NEVER_NODES or (kind.__name__, f) in _NODES_NAMED_AS_LEAVES) and (kind, f) != (ast.Constant, "value")
+    )
     gains_type_params = kind in _GAINS_TYPE_PARAMS
     convert, new_node = _converters, _new_node
 
@@ -92,9 +95,11 @@ def _unchanged(value):
 
 
 _AST, _MISSING = ast.AST, object()
-# fields that hold no node in any `ast` class (nor `Constant.value`): not looked into
+# fields that hold no node (not looked into), but in the classes `_NODES_NAMED_AS_LEAVES` names:
+# the `name` of a `type` statement (Python 3.12 on) is a `Name`
 _NEVER_NODES = frozenset({"id", "attr", "arg", "name", "kind", "type_comment", "level", "module", "conversion",
                           "is_async", "simple", "kwd_attrs", "rest", "tag"})
+_NODES_NAMED_AS_LEAVES = frozenset({("TypeAlias", "name")})
 _converters = _Converters()
 
 

@@ -2,6 +2,7 @@
 
 import ast
 import pathlib
+import sys
 
 import gast
 import pytest
@@ -20,6 +21,8 @@ SNIPPETS = [
     "match p:\n    case [1, *rest]:\n        pass\n    case {'k': v, **others}:\n        pass\n    case Point(x=0) | None as q:\n        pass\n",
     "class C(Base, metaclass=M):\n    x: int = 1\n    @property\n    def f(self):\n        return (yield from self.g())\n",
 ]
+if sys.version_info >= (3, 12):  # (a `type` statement's name is a `Name` node, unlike other names)
+    SNIPPETS.append("def f(x):\n    type Vector = list[float]\n    return x\n")
 
 
 def _texts():
