@@ -27,7 +27,8 @@ from . import annotations as anno
 from . import syntax
 from .context import Context
 
-_SHIFTS = {np.max: "max", np.amax: "max", np.min: "min", np.amin: "min"}
+# by identity: a callee need not be hashable (a dataclass instance with `__call__`)
+_SHIFTS = {id(np.max): "max", id(np.amax): "max", id(np.min): "min", id(np.amin): "min"}
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -133,7 +134,7 @@ def _reduction(stmt, kinds):
     if callee.method and isinstance(call.func, gast.Attribute):
         kind, operand, rest = call.func.attr, call.func.value, list(call.args)
     else:
-        kind = _SHIFTS.get(callee.obj, "sum" if callee.obj is np.sum else None)
+        kind = _SHIFTS.get(id(callee.obj), "sum" if callee.obj is np.sum else None)
         operand, rest = (call.args[0], list(call.args[1:])) if call.args else (None, [])
     if kind not in kinds or not isinstance(operand, gast.Name) or len(rest) > 1:
         return None

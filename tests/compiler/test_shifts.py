@@ -1,6 +1,7 @@
 """compiler.shifts: the shift of a log-sum-exp carries no derivative, where (and only where)
 its contributions cancel."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -131,3 +132,22 @@ def test_a_name_bound_on_two_arms_of_a_branch_keeps_its_derivative(plain):
     check_grad(lambda z: unshifted_on_one_arm(z, plain), rng.normal(size=(3, 4)))
     z, w = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
     check_grad(lambda z, w: shift_from_a_branch(z, w, 1.0 if plain else -1.0), z, w)
+
+
+@dataclasses.dataclass  # (eq without frozen: instances cannot be hashed)
+class _Scale:
+    factor: np.ndarray
+
+    def __call__(self, x):
+        return np.max(x * self.factor)
+
+
+_scale = _Scale(np.array([1.0, 3.0, 2.0]))
+
+
+def _calls_an_unhashable_global(x):
+    return _scale(x) + np.max(x)
+
+
+def test_a_global_callable_that_cannot_be_hashed_is_differentiated():
+    check_grad(_calls_an_unhashable_global, np.array([0.5, 0.2, 0.1]))
