@@ -19,6 +19,7 @@ from .errors import AdjointError
 from .runtime import gradient_mode
 from .runtime.gradient_mode import differentiated_call, differentiating
 from .runtime.marks import marked
+from .tracebacks import annotate, annotate_handled
 
 __all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule", "non_differentiable"]
 
@@ -309,23 +310,31 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
     wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
     freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
-    if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
-        with differentiating():
-            value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
-    else:
-        _require_python_function(f)
-        forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
-        forwards.refuse_shared_updated_arguments(f, forward, args)
-        if freezings:
-            with _DIFFERENTIATED_CALL, trainable.pruning(trainable.pruned(freezings, args, wrt)):
-                value, generated_pullback = forward(*args, **kwargs)
+    try:
+        if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
+            with differentiating():
+                value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
         else:
-            with _DIFFERENTIATED_CALL:
-                value, generated_pullback = forward(*args, **kwargs)
+            _require_python_function(f)
+            forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
+            forwards.refuse_shared_updated_arguments(f, forward, args)
+            if freezings:
+                with _DIFFERENTIATED_CALL, trainable.pruning(trainable.pruned(freezings, args, wrt)):
+                    value, generated_pullback = forward(*args, **kwargs)
+            else:
+                with _DIFFERENTIATED_CALL:
+                    value, generated_pullback = forward(*args, **kwargs)
+    except BaseException as exc:  # a note naming your line, if generated code raised it (see `tracebacks`)
+        annotate(exc)
+        raise
 
     def back(cotangent):
         with _DIFFERENTIATED_CALL:  # deep models are completed recursively too
-            cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+            try:
+                cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+            except BaseException as exc:  # a note naming your line (this is the function `pullback` hands you)
+                annotate(exc)
+                raise
             for i in wrt if collector is not None else ():
                 collector.add(args[i], cotangents[i])
             projected = [
@@ -353,15 +362,21 @@ def _plain_pullback(forward, args, kwargs, positions):
     gradient_mode.enter()  # not a `with`: cheaper, on every call
     try:
         value, generated_pullback = forward(*args, **kwargs)
-    finally:
+    except BaseException:  # a note naming your line (see `tracebacks`: free until raised)
         gradient_mode.leave()
+        annotate_handled()
+        raise
+    gradient_mode.leave()
 
     def back(cotangent):
         gradient_mode.enter()
         try:
             cotangents = generated_pullback(arguments.complete(value, cotangent))
-        finally:
+        except BaseException:  # a note naming your line (see `tracebacks`: free until raised)
             gradient_mode.leave()
+            annotate_handled()
+            raise
+        gradient_mode.leave()
         return structure.plain_gradients(args, cotangents, positions, cotangent)
 
     return value, back

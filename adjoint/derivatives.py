@@ -14,6 +14,7 @@ from .runtime.gradient_mode import differentiating
 from .compiler import pipeline
 from .errors import AdjointError
 from .runtime.marks import marked
+from .tracebacks import annotate_handled
 
 __all__ = ["jvp", "hvp", "hessian", "jacobian", "frule"]
 
@@ -32,21 +33,27 @@ def jvp(f, primals, tangents):
     >>> float(value), float(tangent)
     (0.0, 2.0)
     """
-    plain = getattr(f, "__adjoint_plain_jvps__", None)  # a gradient at floats and float arrays: kept cheap
-    if plain is not None and type(primals) is tuple and type(tangents) is tuple:
-        done = plain(primals, tangents)
-        if done is not None:
-            return done
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise AdjointError("jvp takes the primals and the tangents as tuples, one entry per positional argument: "
-                           "adjoint.jvp(f, (x,), (v,))")
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise AdjointError(f"jvp needs one tangent per primal: got {len(primals)} primals and {len(tangents)} tangents")
-    checked = tuple(_checked_tangent(p, t, i) for i, (p, t) in enumerate(zip(primals, tangents)))
-    with forwards.recursion_headroom(), differentiating():
-        value, tangent = runtime.jvp(f, primals, checked, outermost=True)
-    return value, runtime.complete_tangent(tangent, value)
+    try:
+        plain = getattr(f, "__adjoint_plain_jvps__", None)  # a gradient at floats and float arrays: kept cheap
+        if plain is not None and type(primals) is tuple and type(tangents) is tuple:
+            done = plain(primals, tangents)
+            if done is not None:
+                return done
+        if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+            raise AdjointError("jvp takes the primals and the tangents as tuples, one entry per positional argument: "
+                               "adjoint.jvp(f, (x,), (v,))")
+        primals, tangents = tuple(primals), tuple(tangents)
+        if len(primals) != len(tangents):
+            raise AdjointError(
+                f"jvp needs one tangent per primal: got {len(primals)} primals and {len(tangents)} tangents"
+            )
+        checked = tuple(_checked_tangent(p, t, i) for i, (p, t) in enumerate(zip(primals, tangents)))
+        with forwards.recursion_headroom(), differentiating():
+            value, tangent = runtime.jvp(f, primals, checked, outermost=True)
+        return value, runtime.complete_tangent(tangent, value)
+    except BaseException:  # a note naming your line (see `tracebacks`: free until raised)
+        annotate_handled()
+        raise
 
 
 def _checked_tangent(primal, tangent, index, path=""):

@@ -21,6 +21,7 @@ from .errors import AdjointError, TransformError
 from .runtime import gradient_mode
 from .runtime.gradient_mode import recursion_headroom  # noqa: F401  (where `derivatives` finds it)
 from .runtime.marks import marked
+from .tracebacks import annotate_handled
 
 
 def forward(f, wrt, frozen=(), args=()):
@@ -141,8 +142,11 @@ class PlainCalls:
             else:
                 seed = arguments.unit(value, f)
                 cotangents = pullback(seed)
-        finally:
+        except BaseException:  # a note naming your line (see `tracebacks`: free until raised)
             gradient_mode.leave(recursive)
+            annotate_handled()
+            raise
+        gradient_mode.leave(recursive)
         return value, structure.plain_gradients(args, cotangents, self.positions, seed)
 
     def gradient(self, f, args, kwargs):
@@ -158,8 +162,11 @@ class PlainCalls:
         gradient_mode.enter(recursive)
         try:
             cotangents = fused(*args, **kwargs) if kwargs else fused(*args)
-        finally:
+        except BaseException:  # a note naming your line (see `tracebacks`: free until raised)
             gradient_mode.leave(recursive)
+            annotate_handled()
+            raise
+        gradient_mode.leave(recursive)
         return structure.plain_gradients(args, cotangents, self.positions, None)
 
     def _found(self, f, floats, args, fused):

@@ -5,7 +5,9 @@ variables (so the generated code compiles them as free variables too), and an in
 takes the runtime alias and injected objects as parameters. The inner factory is rebuilt on
 the user's own globals and cells, never a snapshot, so monkeypatching and `nonlocal` rebinding
 are seen. The text is registered in `linecache` under `<adjoint NAME #N>`, so tracebacks and
-`inspect.getsource` show generated lines.
+`inspect.getsource` show generated lines, and `user_location` maps a generated line back to
+the user's by the `# line N:` comments `emit` writes (what `adjoint.tracebacks` notes on an
+exception raised in generated code).
 
     def __adjoint_closure__():
         W = None                       # the user's free variables, one line each
@@ -71,22 +73,84 @@ def compile_source(
     return Compiled(factory_code, parameters, arguments, text, arity, tuple(bindings), registry.version)
 
 
-_user_files: dict[str, str] = {}  # generated file -> the user's file it was made from
-_LINE_COMMENT = re.compile(r"^\s*# line (\d+): ")
+_user_files: dict[str, str] = {}  # generated file -> the file it was made from (the user's, or generated)
+_LINE_COMMENT = re.compile(r"^\s*# line (\d+): (.*)$")
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
+
+
+def made_from(filename: str):
+    """The file the generated code in `filename` was made from (the user's; or, for code
+    generated from generated code, as forward mode over a gradient is, that generated file),
+    or None for a file adjoint did not generate."""
+    return _user_files.get(filename)
+
+
+@dataclasses.dataclass(frozen=True)
+class Located:
+    """Where a line of generated code comes from, read off its text."""
+
+    line: int | None  # the line of the file it was made from (its `# line N:` comment), or None
+    text: str  # that line's text as the comment shows it ("" without one)
+    functions: tuple[str, ...]  # the generated functions enclosing it, innermost first
+
+
+def locate(lines, line: int) -> Located:
+    """Read the generated text `lines` (as `linecache` holds them) above `line` (1-based):
+    the `# line N:` comment that statement belongs to, and the functions enclosing it.
+
+    A comment belongs to the statements after it in its own block, and to the blocks nested in
+    them: walking up, a comment inside a nested block (a loop's body, a nested function, written
+    deeper) is passed over, so a statement after a loop or a nested function, which gets no
+    comment of its own when its line is that of the statements before the block, is not given
+    the block's. Stops at an export's `# adjoint:` header (the code of the function before it).
+
+    >>> text = ["def f_forward(x):\\n", "    # line 2: y = g(x)\\n", "    for i in r:\\n",
+    ...         "        # line 3: y = y * i\\n", "        y = y * i\\n", "    z = y\\n"]
+    >>> locate(text, 6)
+    Located(line=2, text='y = g(x)', functions=('f_forward',))
+    >>> locate(text, 5).line
+    3
+    """
+    found, functions = None, []
+    limit = _indentation(lines[line - 1]) if 0 < line <= len(lines) else 0
+    for text in reversed(lines[: max(line - 1, 0)]):
+        stripped = text.strip()
+        if not stripped:
+            continue
+        indentation = _indentation(text)
+        if stripped.startswith("#"):
+            if stripped.startswith("# adjoint:") and indentation <= limit:
+                break
+            match = _LINE_COMMENT.match(text) if found is None and indentation <= limit else None
+            if match:
+                found = Located(int(match.group(1)), match.group(2).strip(), ())
+            continue
+        if indentation < limit:  # the header of the block enclosing what came before
+            limit = indentation
+            definition = _DEF.match(text)
+            if definition:
+                functions.append(definition.group(1))
+    if found is None:
+        return Located(None, "", tuple(functions))
+    return dataclasses.replace(found, functions=tuple(functions))
+
+
+def _indentation(text: str) -> int:
+    return len(text) - len(text.lstrip())
 
 
 def user_location(filename: str, line: int):
     """`(user's file, line)` for a line of generated code (a nested function's statement, found
-    again by the `# line N:` comment above it), or None for other files."""
-    user_file = _user_files.get(filename)
-    if user_file is None:
-        return None
-    lines = linecache.getlines(filename)
-    for text in reversed(lines[: max(line, 0)]):
-        match = _LINE_COMMENT.match(text)
-        if match:
-            return user_file, int(match.group(1))
-    return None
+    again by the `# line N:` comment above it; code generated from generated code, followed back
+    to the user's), or None for other files."""
+    seen = set()
+    while filename in _user_files and filename not in seen:
+        seen.add(filename)
+        located = locate(linecache.getlines(filename), line)
+        if located.line is None:
+            return None
+        filename, line = _user_files[filename], located.line
+    return (filename, line) if seen else None
 
 
 def instantiate(compiled: Compiled, fn, checked: bool = True):

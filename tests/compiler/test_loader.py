@@ -144,3 +144,40 @@ def test_generated_text_is_indented_as_textwrap_indents_it(text):
     from adjoint.compiler.loader import _indented
 
     assert _indented(text) == textwrap.indent(text, " " * 8)
+
+
+# ---- source maps: a generated line back to the user's ----------------------------------------
+
+from adjoint.compiler import loader  # noqa: E402
+
+
+def _loop_then_sum(x, n):
+    for i in range(n):  # offset 1
+        x = np.sin(x) * x  # offset 2
+    return np.sum(x)  # offset 3
+
+
+def _generated_line(generated, text: str) -> int:
+    lines = linecache.getlines(generated.__code__.co_filename)
+    found = [i for i, line in enumerate(lines, 1) if line.strip() == text]
+    assert len(found) == 1, text
+    return found[0]
+
+
+def test_a_statement_after_a_loop_is_the_loops_not_its_bodys():
+    forward = pipeline.forward_function(_loop_then_sum, (0,))
+    filename, first = forward.__code__.co_filename, _loop_then_sum.__code__.co_firstlineno
+    after_loop = _generated_line(forward, "x_bar = x_1_bar")  # the reversed loop's result, after it
+    assert loader.user_location(filename, after_loop) == (__file__, first + 1)
+    in_body = _generated_line(forward, "x_sin_bar = x_2_bar * x_1")
+    assert loader.user_location(filename, in_body) == (__file__, first + 2)
+
+
+def test_code_generated_from_generated_code_maps_to_the_users_file():
+    jvp = pipeline.gradient_jvp_function(_loop_then_sum, (0,), (), (0,))  # a JVP of the fused gradient
+    filename, first = jvp.__code__.co_filename, _loop_then_sum.__code__.co_firstlineno
+    assert loader.made_from(filename).startswith("<adjoint ")
+    lines = linecache.getlines(filename)
+    line = next(i for i, text in enumerate(lines, 1) if "= np.sin(" in text and "#" not in text)  # the forward pass
+    assert loader.user_location(filename, line) == (__file__, first + 2)
+    assert loader.user_location("not generated.py", 1) is None
