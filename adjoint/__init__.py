@@ -10,8 +10,10 @@
 
 from . import rules as _rules  # noqa: F401  (registers the built-in rules)
 from .api import differentiable, grad, gradient, non_differentiable, pullback, rrule, source, value_and_grad
+from .checking import check
 from .derivatives import frule, hessian, hvp, jacobian, jvp
 from .errors import AdjointError, TransformError
+from .explaining import explain
 from .implicit import Grads, Params, params
 from .runtime.structs import Tangent
 from .steering import checkpoint, hook, stop_gradient, within_gradient
@@ -27,8 +29,10 @@ __all__ = [
     "Params",
     "Tangent",
     "TransformError",
+    "check",
     "checkpoint",
     "differentiable",
+    "explain",
     "frule",
     "grad",
     "gradient",

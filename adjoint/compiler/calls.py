@@ -281,18 +281,27 @@ class CallAdjoints:
         self._adjoint(stmt, target, args, make)
 
     def _missing(self, stmt, call, callee):
-        if isinstance(callee.obj, type):
-            self._unsupported(
-                stmt, call,
-                f"creating a `{callee.text}` object from differentiable values is not supported yet: "
-                "gradients cannot flow through an object's attributes",
-                "create the object outside the differentiated function, or compute with the arrays directly",
-            )
-            return
-        self._unsupported(
-            stmt, call,
-            f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})", resolve.missing_hint(callee, "rrule"),
+        self._unsupported(stmt, call, *missing_problem(callee))
+
+
+def missing_problem(callee) -> tuple[str, str]:
+    """What the transform says about a call of `callee` (a `resolve.MISSING` one) whose operands
+    carry a gradient, and what to do about it: `(message, hint)`.
+
+    >>> import numpy as np
+    >>> message, hint = missing_problem(resolve.classify(np.unwrap, "np.unwrap"))
+    >>> message
+    'adjoint has no rule for `np.unwrap` (numpy.unwrap)'
+    >>> hint
+    'register one with @adjoint.rrule(np.unwrap), or mark it @adjoint.non_differentiable'
+    """
+    if isinstance(callee.obj, type):
+        return (
+            f"creating a `{callee.text}` object from differentiable values is not supported yet: "
+            "gradients cannot flow through an object's attributes",
+            "create the object outside the differentiated function, or compute with the arrays directly",
         )
+    return f"adjoint has no rule for `{callee.text}` ({_describe(callee.obj)})", resolve.missing_hint(callee, "rrule")
 
 
 def signature_of(callee):

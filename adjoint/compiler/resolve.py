@@ -94,6 +94,22 @@ def _argument(call, signature_of, name):
     return call.args[position] if position < len(call.args) else None
 
 
+def resolve_call(func, ctx: Context, local_names: set[str]) -> Callee:
+    """What a call of `func` (the node a call calls) in `ctx`'s function refers to, as this pass
+    decides it for the calls it annotates; `local_names` are the names the function binds.
+    `adjoint.check` asks it about calls no statement makes (a loop's `range(n)`, a lambda's).
+
+    >>> import numpy as np, gast
+    >>> from adjoint.compiler.pipeline import lower
+    >>> def f(x):
+    ...     return np.tanh(x)
+    >>> _, ctx = lower(f, (0,), until="within")
+    >>> resolve_call(gast.parse("np.tanh").body[0].value, ctx, {"x"}).kind
+    'rule'
+    """
+    return _resolve_call(func, ctx, local_names)
+
+
 def _resolve_call(func, ctx, local_names) -> Callee:
     text = syntax.dotted(func)
     root = syntax.root_name(func)
