@@ -14,6 +14,7 @@ from .checking import check
 from .derivatives import frule, hessian, hvp, jacobian, jvp
 from .errors import AdjointError, TransformError
 from .explaining import explain
+from .exporting import export
 from .implicit import Grads, Params, params
 from .runtime.structs import Tangent
 from .steering import checkpoint, hook, stop_gradient, within_gradient
@@ -33,6 +34,7 @@ __all__ = [
     "checkpoint",
     "differentiable",
     "explain",
+    "export",
     "frule",
     "grad",
     "gradient",

@@ -1,0 +1,234 @@
+"""What a module written by `adjoint.export` calls at run time: its entry points, and the
+functions of yours it differentiates, each carrying its own exported forward function.
+
+An exported module holds generated code only: nothing here reads source or transforms
+anything. While an entry point runs, a call that would need the compiler (a Python function
+reached only at run time, such as a method of an object of yours) is refused instead of
+transformed, so an exported module never parses code behind your back; other threads, and
+adjoint used directly, are not affected.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+import threading
+
+import numpy as np
+
+from .. import runtime
+from ..errors import AdjointError
+from . import gradient_mode
+
+__all__ = ["pullback", "grad", "value_and_grad", "differentiated"]
+
+_standalone = threading.local()  # `depth > 0` while this thread runs an exported entry point
+
+
+def pullback(forward, name, wrt, args, kwargs):
+    """`(value, back)` of the exported `forward` at `args`, as `adjoint.pullback` returns them:
+    `back(cotangent)` returns one gradient per positional argument (None outside the positions
+    `wrt`, and for arguments that carry none), never sharing memory with the arguments or
+    `cotangent`.
+
+    >>> def square_forward(x):
+    ...     return x * x, lambda g: (2 * x * g,)
+    >>> value, back = pullback(square_forward, "square", (0,), (3.0,), {})
+    >>> value, back(1.0)
+    (9.0, (6.0,))
+    """
+    _check_count(name, wrt, args)
+    with _RUNNING:
+        value, generated_pullback = forward(*args, **kwargs)
+    return value, lambda cotangent: tuple(_gradients(args, value, generated_pullback, cotangent, wrt, name))
+
+
+def value_and_grad(forward, name, wrt, args, kwargs):
+    """`(value, gradient)` of scalar-valued `forward` at `args`: one gradient for an int
+    `wrt`, a tuple of them for a tuple; a non-scalar value is refused as `adjoint.grad`
+    refuses it.
+
+    >>> def square_forward(x):
+    ...     return x * x, lambda g: (2 * x * g,)
+    >>> value_and_grad(square_forward, "square", 0, (3.0,), {})
+    (9.0, 6.0)
+    """
+    positions = (wrt,) if isinstance(wrt, int) else wrt
+    _check_count(name, positions, args)
+    with _RUNNING:
+        value, generated_pullback = forward(*args, **kwargs)
+    gradients = _gradients(args, value, generated_pullback, arguments.unit(value, name), positions, name)
+    if isinstance(wrt, int):
+        return value, gradients[wrt]
+    if len(set(wrt)) == len(wrt):  # (distinct gradients share no memory: see `_gradients`)
+        return value, tuple(gradients[i] for i in wrt)
+    return value, arguments.select(gradients, wrt)  # `wrt=(0, 0)`: two arrays, not one shared
+
+
+def grad(forward, name, wrt, args, kwargs):
+    """The gradient `value_and_grad` returns, alone.
+
+    >>> def square_forward(x):
+    ...     return x * x, lambda g: (2 * x * g,)
+    >>> grad(square_forward, "square", (0,), (3.0,), {})
+    (6.0,)
+    """
+    return value_and_grad(forward, name, wrt, args, kwargs)[1]
+
+
+class differentiated:
+    """A function of yours as an exported module calls it: plain calls run the exported
+    forward function (its value alone), and differentiated ones take its pullback, as a
+    derivative made by adjoint carries its own rule (`__adjoint_rrule__`).
+
+    >>> def cube_forward(x):
+    ...     return x ** 3, lambda g: (3 * x ** 2 * g,)
+    >>> cube = differentiated("cube", cube_forward)
+    >>> value, back = runtime.vjp((0,), cube, 2.0)
+    >>> cube(2.0), value, back(1.0)
+    (8.0, 8.0, (12.0,))
+    """
+
+    def __init__(self, name, forward):
+        self.__name__ = self.__qualname__ = name
+        self.forward = forward
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)[0]
+
+    def __adjoint_rrule__(self, *args, closure=False, **kwargs):
+        if closure:  # (exported code reaches these through `adj.vjp` only, which never asks)
+            raise AdjointError(f"`{self.__name__}` was exported as a function, not a closure")
+        value, generated_pullback = self.forward(*args, **kwargs)
+        count = len(args)
+
+        def exported_pullback(g):
+            return tuple(generated_pullback(g))[:count]  # (parameters left to their defaults: none)
+
+        return value, exported_pullback
+
+    def __repr__(self):
+        return f"<exported {self.__name__}>"
+
+
+def _gradients(args, value, generated_pullback, cotangent, positions, name) -> list:
+    """One gradient per positional argument for the output cotangent `cotangent`, as `adjoint`'s
+    own entry points hand them back (projected to each argument's kind, a model's mirrored),
+    None outside `positions`; none shares memory with another, an argument, or `cotangent`."""
+    with _RUNNING:
+        cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+    roots = {id(_root(arg)) for arg in args if type(arg) is np.ndarray}
+    if _plain(args, positions):  # floats and float arrays: the common case, kept cheap
+        gradients = [None] * len(args)
+        for i, gradient in zip(positions, structure.plain_gradients(args, cotangents, positions, cotangent)):
+            gradients[i] = gradient.copy() if type(gradient) is np.ndarray and id(_root(gradient)) in roots else gradient
+        return gradients
+    # fields a class declares frozen get None, as `adjoint.grad` gives them (their cotangents,
+    # which the general code computes, are dropped)
+    freezings = trainable.freezings(args, positions, positions, None)
+    gradients = [
+        None if i not in positions or not arguments.carries_gradient(args[i], i, name)
+        else arguments.project(args[i], cotangents[i]) if runtime.is_differentiable(args[i])
+        else structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ())
+        for i in range(len(args))
+    ]
+    return list(structure.unshared(gradients, (cotangent, args)))  # (`args`: copies of what shares theirs)
+
+
+def _plain(args, positions) -> bool:
+    """Whether every argument at `positions` (ascending) is a float or a real float array."""
+    for i in positions:
+        arg = args[i]
+        if not (type(arg) is float or type(arg) is np.ndarray and arg.dtype.kind == "f"):
+            return False
+    return all(a < b for a, b in zip(positions, positions[1:]))
+
+
+def _root(array):
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _check_count(name, positions, args):
+    if len(args) <= max(positions, default=-1):
+        raise AdjointError(
+            f"`{name}` was exported with respect to argument {max(positions)}, "
+            f"but was called with {len(args)} positional arguments"
+        )
+
+
+# ---- no transform while an entry point runs ------------------------------------------------------
+
+class _running:
+    """A differentiated call (as `adjoint.grad` makes one), during which the runtime's way
+    into the compiler refuses instead of transforming."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        if not getattr(runtime._transform_hook, "__adjoint_standalone__", False):
+            _guard_installed()
+        flags = _standalone.__dict__  # this thread's
+        flags["depth"] = flags.get("depth", 0) + 1
+        gradient_mode.enter()
+
+    def __exit__(self, kind, exc, traceback):
+        gradient_mode.leave()
+        _standalone.__dict__["depth"] -= 1
+        if exc is not None:  # a note naming the line of yours the exported line came from
+            tracebacks.annotate(exc)
+
+
+def _guard_installed():
+    """Wrap the runtime's transform hook (once; again if something installed another since)."""
+    hook = runtime._transform_hook
+    if getattr(hook, "__adjoint_standalone__", False):
+        return
+    runtime.install_transformer(_guarded(hook))
+
+
+def _guarded(hook):
+    def refusing_transform(fn, wrt, args):
+        if getattr(_standalone, "depth", 0) > 0:
+            raise AdjointError(
+                f"{_exported_line()}exported code called `{getattr(fn, '__qualname__', fn)}`, which adjoint "
+                "would have to transform at run time, and an exported module never transforms anything: "
+                "call a function of yours by its plain name (`helper(x)`, which `adjoint.export` exports "
+                "with its own code), register a rule for it, or differentiate through adjoint directly"
+            )
+        if hook is None:
+            raise AdjointError(f"no compiler installed to differentiate {fn!r}")
+        return hook(fn, wrt, args)
+
+    refusing_transform.__adjoint_standalone__ = True
+    return refusing_transform
+
+
+def _exported_line() -> str:
+    """`"model_grad.py:18 (models.py:9: h = layer.apply(x)): "` for the innermost line of exported
+    code on the stack (found by its `# line N:` comment and the header above it), or ""."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        lines = linecache.getlines(frame.f_code.co_filename)
+        line, origin = frame.f_lineno, None
+        for text in reversed(lines[: frame.f_lineno]):
+            found = _LINE_COMMENT.match(text) if origin is None else _HEADER.match(text)
+            if found and origin is None:
+                origin = found
+            elif found:
+                user = f"{found.group(1)}:{origin.group(1)}: {origin.group(2).strip()}"
+                return f"{os.path.basename(frame.f_code.co_filename)}:{line} ({user}): "
+        frame = frame.f_back
+    return ""
+
+
+_LINE_COMMENT = re.compile(r"^\s*# line (\d+): (.*)$")
+_HEADER = re.compile(r"^# adjoint: .* \((.+):\d+\)$")
+
+_RUNNING = _running()
+
+# (imported last: each imports this package, and is loaded before this module is)
+from .. import arguments, registry, structure, tracebacks, trainable  # noqa: E402

@@ -1,0 +1,1 @@
+"""User modules for the export tests: what `adjoint.export` is given, imported as a user would."""
