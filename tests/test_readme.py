@@ -116,3 +116,18 @@ def test_readme_custom_rule_example_uses_the_rule(tmp_path):
     np.testing.assert_allclose(namespace["g"], 2 * stable * 2 * softmax, rtol=1e-12)
     hessian = 8 * np.outer(softmax, softmax) + 8 * stable * (np.diag(softmax) - np.outer(softmax, softmax))
     np.testing.assert_allclose(adjoint.hvp(namespace["loss"], x, np.array([1.0, -1.0])), hessian @ [1.0, -1.0], rtol=1e-9)
+
+
+def test_readme_check_and_explain_tables_are_what_the_command_line_prints(tmp_path, monkeypatch, capsys):
+    from adjoint.cli import main
+
+    text = README.read_text()
+    section = text[text.index("## Working with generated code") :]
+    model = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    check_table, explain_table = re.findall(r"```text\n(adjoint\.(?:check|explain).*?)```", section, flags=re.S)
+    (tmp_path / "model.py").write_text(model)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "model.py:loss"]) == 1
+    assert capsys.readouterr().out == check_table
+    assert main(["explain", "model.py:loss", "--wrt", "0"]) == 0
+    assert capsys.readouterr().out == explain_table
