@@ -1,6 +1,6 @@
-"""The command line: `python -m adjoint show|explain|check path/to/file.py:function [--wrt 0,1]`.
+"""The command line: `python -m adjoint show|explain|check|export path/to/file.py:function [--wrt 0,1]`.
 
-A thin layer over `adjoint.source`, `adjoint.explain` and `adjoint.check`. The file is
+A thin layer over `adjoint.source`, `adjoint.explain`, `adjoint.check` and `adjoint.export`. The file is
 imported under a private module name (so its `if __name__ == "__main__":` block does not run),
 with its folder on `sys.path` while it loads so its sibling imports work. Exit codes: 0 done;
 1 the function cannot be transformed (the located error on stderr, or `check`'s report saying
@@ -91,15 +91,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     _common(check)
     check.set_defaults(run=_check)
+    export = commands.add_parser(
+        "export", help="write the derivative as a standalone module (see adjoint.export)",
+        description="Write the forward function and pullback of FILE.py:FUNCTION as a module with entry points "
+        "pullback, grad and value_and_grad, which runs without transforming anything.",
+    )
+    _common(export, default_wrt="0")
+    export.add_argument("-o", "--output", metavar="MODULE.py", required=True, help="the module to write")
+    export.set_defaults(run=_export)
     return parser
 
 
-def _common(command: argparse.ArgumentParser) -> None:
+def _common(command: argparse.ArgumentParser, default_wrt=None) -> None:
     command.add_argument("target", metavar="FILE.py:FUNCTION",
                          help="the function, by its file and name (Class.method for a method)")
-    command.add_argument("--wrt", metavar="PARAMS",
+    command.add_argument("--wrt", metavar="PARAMS", default=default_wrt,
                          help="the parameters to differentiate, by position or name, comma-separated "
-                         "(0,1 or x,y); by default all of them")
+                         "(0,1 or x,y); by default " + ("all of them" if default_wrt is None else default_wrt))
 
 
 def _show(options, f, path: str, wrt) -> int:
@@ -127,6 +135,14 @@ def _check(options, f, path: str, wrt) -> int:
     return 0 if report.ok else 1
 
 
+def _export(options, f, path: str, wrt) -> int:
+    from .exporting import export  # noqa: PLC0415
+
+    written = export(f, options.output, wrt=wrt)
+    print(f"adjoint: wrote {written}", file=sys.stderr)
+    return 0
+
+
 # ---- reading the request -----------------------------------------------------------------------
 
 def _load_function(target: str) -> tuple[types.FunctionType, str]:
@@ -150,9 +166,13 @@ def _load_function(target: str) -> tuple[types.FunctionType, str]:
 
 
 def _import(path: str) -> types.ModuleType:
-    """Run the file as a fresh module, its folder first on `sys.path` while it runs."""
-    stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-    name = f"_adjoint_cli_{next(_module_numbers)}_{stem}"
+    """Run the file as a fresh module (named as the file is, unless a module of that name is
+    loaded already), its folder first on `sys.path` while it runs."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    # its own name where that is free (what `export` writes imports of), a private one otherwise
+    name = stem
+    if not stem.isidentifier() or stem in sys.modules:
+        name = f"_adjoint_cli_{next(_module_numbers)}_" + re.sub(r"\W", "_", stem)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {path}: not a Python source file")

@@ -92,7 +92,7 @@ def test_a_function_that_cannot_be_transformed_exits_1_with_the_location(capsys)
         (["show", MODEL], f"adjoint: expected FILE.py:FUNCTION, got {MODEL!r}\n"),
         (
             ["show", f"{MODEL}:lost"],
-            f"adjoint: {MODEL} defines no function 'lost' (functions there: Layer.apply, branchy, loss, unsupported, unwrapped)\n",
+            f"adjoint: {MODEL} defines no function 'lost' (functions there: Layer.apply, branchy, loss, offset, shifted, unsupported, unwrapped)\n",
         ),
         (["show", f"{MODEL}:loss", "--wrt", "2"], "adjoint: --wrt names '2', but loss has parameters (x, w)\n"),
         (["show", f"{MODEL}:loss", "--wrt", "v"], "adjoint: --wrt names 'v', but loss has parameters (x, w)\n"),
@@ -145,3 +145,23 @@ def test_python_m_adjoint_failures():
     done = _python_m_adjoint("explain", "tests/cli_samples/cli_sample_model.py:unsupported")
     assert done.returncode == 1
     assert "\ntests/cli_samples/cli_sample_model.py:37:5: `global` is not supported" in done.stderr  # as typed
+
+
+def test_python_m_adjoint_export_writes_a_module_that_imports_its_helpers_by_their_names(tmp_path, monkeypatch):
+    import numpy as np
+
+    import adjoint
+    from support import load_module
+
+    output = tmp_path / "loss_grad.py"
+    done = _python_m_adjoint("export", "tests/cli_samples/cli_sample_model.py:shifted", "--wrt", "0,1", "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "from cli_sample_model import offset" in output.read_text()  # the file's module, by the file's name
+    monkeypatch.syspath_prepend(str(SAMPLES))
+    exported = load_module(output, "cli_shifted_grad")
+    model = load_module(pathlib.Path(MODEL), "cli_sample_model_for_export")
+    x, w = np.linspace(-1.0, 1.0, 3), np.linspace(0.5, 1.5, 3)
+    assert exported.value_and_grad(x, w, 4.0)[0] == model.shifted(x, w, 4.0)
+    for got, expected in zip(exported.grad(x, w, 4.0), adjoint.grad(model.shifted, wrt=(0, 1))(x, w, 4.0)):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert _python_m_adjoint("export", f"{MODEL}:loss").returncode == 2  # -o is required
