@@ -176,13 +176,24 @@ def _differentiated_callees(unit):
     """`(function, positions)` for each call of a function of yours that the generated code
     leaves to `adj.vjp`; a call it leaves to the runtime in another way is refused."""
     tree = ast.parse(unit.compiled.text)
+    local, defined_here = _local_names(tree)
     for node in ast.walk(tree):
         if not (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CALLS_AT_RUN_TIME
             and isinstance(node.func.value, ast.Name) and node.func.value.id == unit.alias and len(node.args) >= 2
         ):
             continue
-        callee = _resolved(unit.fn, node.args[_CALLS_AT_RUN_TIME[node.func.attr]])
+        expression = node.args[_CALLS_AT_RUN_TIME[node.func.attr]]
+        root = _root_name(expression)
+        if root in defined_here:
+            raise AdjointError(
+                f"{location(unit, node.lineno)}: `{root}` is a function defined inside `{unit.fn.__qualname__}`, which "
+                "adjoint differentiates by transforming its code when it is called, and an exported module never "
+                "transforms anything: define it at the top level of a module (it is then exported with its own code)"
+            )
+        if root in local:  # an argument or a value the function made: what it is is known when it runs
+            continue  # (one carrying its own rule runs; one that needs transforming is refused then)
+        callee = _resolved(unit.fn, expression)
         if not _needs_transforming(callee):
             continue
         where = location(unit, node.lineno)
@@ -195,6 +206,29 @@ def _differentiated_callees(unit):
             )
         positions = ast.literal_eval(node.args[0])
         yield callee, tuple(p for p in positions if isinstance(p, int))
+
+
+def _local_names(tree) -> tuple[set, set]:
+    """The names generated code binds itself (parameters and assignments), and among them those
+    holding a function it defines (`def`, or a name assigned a lambda)."""
+    local, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+        elif isinstance(node, ast.arg):
+            local.add(node.arg)
+        elif isinstance(node, ast.FunctionDef):
+            functions.add(node.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+            functions.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    top = next((n.name for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    return local | functions, functions - {top}
+
+
+def _root_name(node):
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _resolved(fn, node):

@@ -212,6 +212,29 @@ def test_a_method_reached_only_at_run_time_is_refused_at_its_line_not_transforme
     assert adjoint.grad(models.spring_energy)(np.ones(2), models.Spring(2.0)).tolist() == [4.0, 4.0]  # adjoint itself still transforms
 
 
+def differentiates_a_lambda(x, w):
+    f = lambda t: t * w  # noqa: E731
+    return np.sum(f(x))
+
+
+def layer(x):  # a global function of this module's ...
+    return x * 2.0
+
+
+def layers_by_name(x, W):
+    layer = np.tanh  # ... and a local of the same name, which the code calls
+    return np.sum(layer(x @ W))
+
+
+def test_a_function_defined_inside_is_refused_at_export_and_a_local_callee_is_not_taken_for_a_global(tmp_path):
+    line = differentiates_a_lambda.__code__.co_firstlineno + 2
+    with pytest.raises(AdjointError, match=rf"test_exporting\.py:{line}: `f` is a function defined inside"):
+        adjoint.export(differentiates_a_lambda, tmp_path / "lambda_grad.py")
+    module = load_module(adjoint.export(layers_by_name, tmp_path / "layers_grad.py", wrt=1), "layers_grad")
+    x, W = np.linspace(0.0, 1.0, 6).reshape(2, 3), np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+    np.testing.assert_allclose(module.grad(x, W), checked_gradient(layers_by_name, (x, W), 1), rtol=1e-12)
+
+
 def test_refuses_one_name_meaning_two_things_in_the_modules_it_joins(tmp_path):
     with pytest.raises(AdjointError, match=r"layers\.py:\d+: `SCALE` means .*3\.0.* but .*2\.0.* at models\.py:\d+"):
         adjoint.export(models.mixed_scales, tmp_path / "mixed.py")
