@@ -62,6 +62,17 @@ class Bindings:
                     f"{known.where}: an exported module has one namespace; rename one of them"
                 )
 
+    def require(self, name: str, obj, where: str) -> None:
+        """Bind `name` to `obj`, imported by its module and qualified name (a class whose method
+        the module serves), as if the code read it."""
+        binding = Binding(obj, _object_import(obj, name, where), "import", where)
+        known = self.bound.setdefault(name, binding)
+        if not _same(known.obj, obj):
+            raise AdjointError(
+                f"{where}: `{name}` means {_described(obj)} here, but {_described(known.obj)} at "
+                f"{known.where}: an exported module has one namespace; rename one of them"
+            )
+
     def fresh_name(self, preferred: str, taken) -> str:
         name, count = preferred, 1
         while name in self.bound or name in taken:

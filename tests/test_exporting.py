@@ -16,7 +16,7 @@ import pytest
 import adjoint
 from adjoint.errors import AdjointError
 from adjoint.testing import check_grad
-from export_samples import models
+from export_samples import layers, models
 from support import load_module
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -272,3 +272,55 @@ def test_fields_a_class_declares_frozen_get_no_gradient_as_with_adjoint_grad(tmp
     exported, expected = module.grad(layer, x), adjoint.grad(scaled_dense_loss)(layer, x)
     assert exported.scale is None and expected.scale is None
     np.testing.assert_allclose(exported.W, expected.W, rtol=1e-12)
+
+
+CHAIN_IN_A_FRESH_PROCESS = textwrap.dedent("""
+    import importlib.util, json, sys
+    import numpy as np
+    from adjoint.compiler import pipeline
+    from export_samples import layers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the exported module transformed something")
+
+    pipeline.compile_function = pipeline.lower = pipeline._compiled_gradient = refuse
+    spec = importlib.util.spec_from_file_location("chain_grad", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    W1, W2 = np.linspace(-1.0, 1.0, 6).reshape(3, 2), np.linspace(0.5, 1.5, 4).reshape(2, 2)
+    model = [layers.Dense(W1, np.ones(2)), layers.Frozen(W2, np.zeros(2), 2.0)]
+    first, second = module.grad(model, np.ones((4, 3)))
+    print(json.dumps([first.W.tolist(), first.b.tolist(), second.W.tolist(), second.b]))
+""")
+
+
+def test_with_example_arguments_the_layers_called_at_run_time_are_exported_and_served(tmp_path):
+    W1, W2 = np.linspace(-1.0, 1.0, 6).reshape(3, 2), np.linspace(0.5, 1.5, 4).reshape(2, 2)
+    model, x = [layers.Dense(W1, np.ones(2)), layers.Frozen(W2, np.zeros(2), 2.0)], np.ones((4, 3))
+    path = adjoint.export(models.chain, tmp_path / "chain_grad.py", args=(model, x))
+    text = path.read_text()
+    assert "def Dense_call_forward(" in text and "def Dense_call_forward_2(" in text  # two kinds of call: one frozen
+    assert "from export_samples.layers import Dense" in text
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(TESTS)])}
+    done = subprocess.run(
+        [sys.executable, "-c", CHAIN_IN_A_FRESH_PROCESS, str(path)], capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    first_W, first_b, second_W, second_b = json.loads(done.stdout)
+    check_grad(models.chain, model, x)
+    expected = adjoint.grad(models.chain)(model, x)
+    np.testing.assert_allclose(first_W, expected[0].W, rtol=1e-12)
+    np.testing.assert_allclose(first_b, expected[0].b, rtol=1e-12)
+    np.testing.assert_allclose(second_W, expected[1].W, rtol=1e-12)
+    assert second_b is None and expected[1].b is None  # frozen by its class
+    without = load_module(adjoint.export(models.chain, tmp_path / "chain_plain.py"), "chain_plain")
+    with pytest.raises(AdjointError, match="export with example arguments"):
+        without.grad(model, x)  # (refused, not transformed)
+
+
+def test_a_kind_of_call_the_example_did_not_make_is_refused(tmp_path):
+    model, x = [layers.Dense(np.ones((3, 2)), np.ones(2))], np.ones((4, 3))
+    module = load_module(adjoint.export(models.chain, tmp_path / "one_kind.py", args=(model, x)), "one_kind")
+    module.grad(model, x)
+    with pytest.raises(AdjointError, match="`Dense.__call__`"):
+        module.grad([layers.Frozen(np.ones((3, 2)), np.ones(2))], x)  # its frozen bias: another kind of call

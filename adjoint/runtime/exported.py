@@ -3,9 +3,10 @@ functions of yours it differentiates, each carrying its own exported forward fun
 
 An exported module holds generated code only: nothing here reads source or transforms
 anything. While an entry point runs, a call that would need the compiler (a Python function
-reached only at run time, such as a method of an object of yours) is refused instead of
-transformed, so an exported module never parses code behind your back; other threads, and
-adjoint used directly, are not affected.
+reached only at run time, such as a method of an object of yours) is served from the forward
+functions exported modules registered for it (`serve`), or refused, never transformed, so an
+exported module never parses code behind your back; other threads, and adjoint used
+directly, are not affected.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .. import runtime
 from ..errors import AdjointError
 from . import gradient_mode
 
-__all__ = ["pullback", "grad", "value_and_grad", "differentiated"]
+__all__ = ["pullback", "grad", "value_and_grad", "differentiated", "serve", "run_time_key"]
 
 _standalone = threading.local()  # `depth > 0` while this thread runs an exported entry point
 
@@ -160,6 +161,41 @@ def _check_count(name, positions, args):
         )
 
 
+# ---- functions reached only at run time, served from exported code -------------------------------
+
+_served: dict = {}  # `run_time_key` -> exported forward function, from every exported module imported
+
+
+def serve(table: dict) -> None:
+    """Register the forward functions an exported module holds for the functions of yours its
+    code reaches only at run time (a layer's `__call__`, a method), keyed by `run_time_key`:
+    while an entry point runs, the runtime takes them instead of transforming.
+
+    >>> def double(x):
+    ...     return 2.0 * x
+    >>> def double_forward(x):
+    ...     return 2.0 * x, lambda g: (2.0 * g,)
+    >>> serve({run_time_key(double, (0,), (1.5,)): double_forward})
+    >>> double_forward.__adjoint_arity__
+    1
+    """
+    for key, forward in table.items():
+        forward.__adjoint_arity__ = key[0].__code__.co_argcount  # (as the compiler's own carry it)
+        _served[key] = forward
+
+
+def run_time_key(fn, wrt, args) -> tuple:
+    """What makes the runtime's transform of `fn` for a call with `args` differentiated at
+    `wrt` the one it is: the function, the positions, the frozen fields of the objects among
+    `args` and which of them are Python floats (see `forwards.transform_for_runtime`).
+
+    >>> run_time_key(len, (0, 1), (np.ones(2), 2.0))
+    (<built-in function len>, (0, 1), (), (1,))
+    """
+    wrt = tuple(wrt)
+    return fn, wrt, trainable.call_spec(args, wrt), forwards.python_floats(wrt, args)
+
+
 # ---- no transform while an entry point runs ------------------------------------------------------
 
 class _running:
@@ -193,11 +229,15 @@ def _guard_installed():
 def _guarded(hook):
     def refusing_transform(fn, wrt, args):
         if getattr(_standalone, "depth", 0) > 0:
+            served = _served.get(run_time_key(fn, wrt, args))
+            if served is not None:
+                return served
             raise AdjointError(
                 f"{_exported_line()}exported code called `{getattr(fn, '__qualname__', fn)}`, which adjoint "
                 "would have to transform at run time, and an exported module never transforms anything: "
                 "call a function of yours by its plain name (`helper(x)`, which `adjoint.export` exports "
-                "with its own code), register a rule for it, or differentiate through adjoint directly"
+                "with its own code), export with example arguments that make this call (`adjoint.export(f, "
+                "path, wrt, args=...)`), register a rule for it, or differentiate through adjoint directly"
             )
         if hook is None:
             raise AdjointError(f"no compiler installed to differentiate {fn!r}")
@@ -231,4 +271,4 @@ _HEADER = re.compile(r"^# adjoint: .* \((.+):\d+\)$")
 _RUNNING = _running()
 
 # (imported last: each imports this package, and is loaded before this module is)
-from .. import arguments, registry, structure, tracebacks, trainable  # noqa: E402
+from .. import arguments, forwards, registry, structure, tracebacks, trainable  # noqa: E402
