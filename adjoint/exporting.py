@@ -37,7 +37,7 @@ import pathlib
 import re
 import types
 
-from . import export_served, registry
+from . import export_served, forwards, registry
 from .compiler import pipeline
 from .errors import AdjointError
 from .export_bindings import Bindings, location
@@ -89,7 +89,7 @@ def module_text(f, wrt=0, *, args=None) -> str:
     >>> def f(x):
     ...     return 3.0 * x
     >>> text = module_text(f)
-    >>> print(text[text.index("def f_forward"):text.index("WRT")].strip())
+    >>> print(text[text.index("def f_forward"):text.index("# adjoint: gradient")].strip())
     def f_forward(x):
         # line 2: return 3.0 * x
         f = 3.0 * x
@@ -102,8 +102,10 @@ def module_text(f, wrt=0, *, args=None) -> str:
     """
     positions = _positions(wrt)
     served = export_served.recorded(f, positions, tuple(args)) if args is not None else []
-    units = _units(f, positions, served)
-    bindings, by_function = Bindings(), {unit.fn: unit for unit in units if unit.key is None}
+    floats = forwards.python_floats(tuple(sorted(set(positions))), tuple(args)) if args is not None else ()
+    units = _units(f, positions, served, _fused(f, positions, floats))
+    bindings = Bindings()
+    by_function = {unit.fn: unit for unit in units if unit.key is None and not unit.fused}
     for unit in units:
         bindings.read_by(unit, by_function)
     table = _served_table(units, bindings)
@@ -116,7 +118,7 @@ def module_text(f, wrt=0, *, args=None) -> str:
         bindings.constants(),
         *(_unit_text(unit, module) for unit in units),
         export_served.table_text(table, module) if table else "",
-        _entry_points(units[0], wrt, module),
+        _entry_points(units[0], wrt, module, next((u for u in units if u.fused), None), floats),
     ]
     header, *code = [part.strip("\n") for part in parts if part.strip()]
     text = header + "\n\n" + "\n\n\n".join(code) + "\n"
@@ -133,6 +135,7 @@ class Unit:
     compiled: object = None  # `loader.Compiled`
     callee_names: list = dataclasses.field(default_factory=list)  # the names calls of it are read by
     key: tuple | None = None  # for a function reached only at run time: its `run_time_key`
+    fused: bool = False  # the fused gradient of the exported function (`grad` runs it)
     name: str | None = None  # the module-level name of its forward function, if not the generated one
 
     @property
@@ -148,15 +151,20 @@ class Unit:
         return self.compiled.parameters[0]
 
 
-def _units(f, positions, served=()) -> list[Unit]:
-    """`f`'s unit, then those of the functions of yours its code differentiates at run time by
-    name (recursively), each for every position any call differentiates, then those `served`
-    (reached through a value, as the example arguments showed) that no name reaches."""
+def _units(f, positions, served=(), fused=None) -> list[Unit]:
+    """`f`'s unit (and its fused gradient's, if `fused`), then those of the functions of yours
+    their code differentiates at run time by name (recursively), each for every position any
+    call differentiates, then those `served` (reached through a value, as the example
+    arguments showed) that no name reaches."""
     units = {f: Unit(f, positions)}
     pending = [f]
+    gradient = None if fused is None else Unit(f, tuple(sorted(set(positions))), fused, fused=True)
+    unread = [gradient] if gradient is not None else []  # (keyed by nothing: it shares `f`)
     extra = list(served)
-    while pending or extra:
-        if not pending:  # the functions reached by name first: those never reach the runtime's hook
+    while pending or unread or extra:
+        if not pending and unread:
+            unit = unread.pop()
+        elif not pending:  # the functions reached by name first: those never reach the runtime's hook
             unit = Unit(extra[0].fn, extra[0].key[1], extra[0].compiled, key=extra[0].key)
             extra = [s for s in extra[1:] if s.fn not in units]
             if unit.fn in units or export_served.importable_root(unit.fn) is None:
@@ -177,7 +185,16 @@ def _units(f, positions, served=()) -> list[Unit]:
                 pending.append(callee)
     first, *rest = units.values()
     named = sorted((u for u in rest if u.key is None), key=lambda u: (u.fn.__module__ or "", u.fn.__qualname__))
-    return [first] + named + [u for u in rest if u.key is not None]  # (those served: in the order the example met them)
+    served_units = [u for u in rest if u.key is not None]  # (in the order the example met them)
+    return [first] + ([gradient] if gradient is not None else []) + named + served_units
+
+
+def _fused(f, positions, floats):
+    """The compiled fused gradient of `f` (its forward function and pullback as one function,
+    specialised on Python floats at `floats`), which `grad` runs for floats and float arrays;
+    None where the pullback cannot be inlined."""
+    generated = pipeline.gradient_function(f, tuple(sorted(set(positions))), floats, release=True)
+    return None if generated is None else generated.__adjoint_compiled__
 
 
 def _served_table(units, bindings) -> list:
@@ -335,9 +352,10 @@ def _literal_of(fn, value, what) -> str:
     return text
 
 
-def _entry_points(unit, wrt, module) -> str:
+def _entry_points(unit, wrt, module, fused, floats) -> str:
     name, forward = unit.fn.__qualname__, unit.forward_name
     call = f"({forward}, {name!r}, WRT, args, kwargs)"
+    fused_call = call if fused is None else f"({forward}, {name!r}, WRT, args, kwargs, {fused.forward_name}, {floats!r})"
     return (
         f"WRT = {wrt!r}\n\n\n"
         "def pullback(*args, **kwargs):\n"
@@ -345,7 +363,7 @@ def _entry_points(unit, wrt, module) -> str:
         f"    return {module}.pullback({forward}, {name!r}, {_positions(wrt)!r}, args, kwargs)\n\n\n"
         "def grad(*args, **kwargs):\n"
         f'    """The gradient of scalar-valued `{name}` with respect to argument(s) WRT."""\n'
-        f"    return {module}.grad{call}\n\n\n"
+        f"    return {module}.grad{fused_call}\n\n\n"
         "def value_and_grad(*args, **kwargs):\n"
         f'    """`(value, gradient)` of scalar-valued `{name}` with respect to argument(s) WRT."""\n'
         f"    return {module}.value_and_grad{call}\n"

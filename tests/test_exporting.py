@@ -247,13 +247,14 @@ def square_root_sum(x):
 def test_an_error_in_exported_code_is_noted_with_the_line_it_came_from(tmp_path):
     path = adjoint.export(square_root_sum, tmp_path / "root_grad.py")
     module = load_module(path, "root_grad")
-    with np.errstate(divide="raise"), pytest.raises(FloatingPointError) as info:
-        module.grad(np.array([1.0, 0.0]))
-    (note,) = info.value.__notes__
     line = square_root_sum.__code__.co_firstlineno + 1
-    assert f"in the pullback of `square_root_sum`, for test_exporting.py:{line}" in note
-    assert "return np.sum(np.sqrt(x))  # the pullback divides" in note
-    assert f"generated: {path}:" in note
+    for entry, phase in [(module.value_and_grad, "the pullback"), (module.grad, "the pullback (fused gradient)")]:
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError) as info:
+            entry(np.array([1.0, 0.0]))
+        (note,) = info.value.__notes__
+        assert f"in {phase} of `square_root_sum`, for test_exporting.py:{line}" in note
+        assert "return np.sum(np.sqrt(x))  # the pullback divides" in note
+        assert f"generated: {path}:" in note
 
 
 @dataclasses.dataclass
@@ -324,3 +325,15 @@ def test_a_kind_of_call_the_example_did_not_make_is_refused(tmp_path):
     module.grad(model, x)
     with pytest.raises(AdjointError, match="`Dense.__call__`"):
         module.grad([layers.Frozen(np.ones((3, 2)), np.ones(2))], x)  # its frozen bias: another kind of call
+
+
+def test_grad_runs_the_fused_gradient_specialised_on_the_examples_python_floats(tmp_path, monkeypatch):
+    module = load_module(adjoint.export(models.series, tmp_path / "series_fused.py", args=(0.7, 5)), "series_fused")
+    assert "def series_gradient(" in module.__loader__.get_data(str(module.__file__)).decode()
+    calls = []
+    fused = module.series_gradient
+    monkeypatch.setattr(module, "series_gradient", lambda *args: calls.append(args) or fused(*args))
+    expected = adjoint.grad(models.series)(0.7, 5)
+    assert module.grad(0.7, 5) == pytest.approx(expected, rel=1e-12) and len(calls) == 1
+    assert module.grad(np.float64(0.7), 5) == pytest.approx(expected, rel=1e-12) and len(calls) == 1  # not a float: general code
+    assert module.value_and_grad(0.7, 5)[1] == pytest.approx(expected, rel=1e-12) and len(calls) == 1  # (the value: forward and pullback)

@@ -61,22 +61,72 @@ def value_and_grad(forward, name, wrt, args, kwargs):
     with _RUNNING:
         value, generated_pullback = forward(*args, **kwargs)
     gradients = _gradients(args, value, generated_pullback, arguments.unit(value, name), positions, name)
-    if isinstance(wrt, int):
-        return value, gradients[wrt]
-    if len(set(wrt)) == len(wrt):  # (distinct gradients share no memory: see `_gradients`)
-        return value, tuple(gradients[i] for i in wrt)
-    return value, arguments.select(gradients, wrt)  # `wrt=(0, 0)`: two arrays, not one shared
+    return value, _selected(gradients, wrt)
 
 
-def grad(forward, name, wrt, args, kwargs):
-    """The gradient `value_and_grad` returns, alone.
+def grad(forward, name, wrt, args, kwargs, fused=None, floats=()):
+    """The gradient `value_and_grad` returns, alone. With `fused`, the gradient function (the
+    forward function and pullback fused, specialised on Python floats at the positions
+    `floats`), a call with floats and float arrays there, its Python floats at `floats`,
+    runs that instead, as `adjoint.grad` does.
 
     >>> def square_forward(x):
     ...     return x * x, lambda g: (2 * x * g,)
     >>> grad(square_forward, "square", (0,), (3.0,), {})
     (6.0,)
+    >>> grad(square_forward, "square", 0, (3.0,), {}, fused=lambda x: (2 * x,), floats=(0,))
+    6.0
     """
+    if fused is not None:
+        positions = _ascending.get(wrt)
+        if positions is None:
+            positions = _ascending[wrt] = tuple(sorted(set((wrt,) if isinstance(wrt, int) else wrt)))
+        if len(args) > positions[-1] and _plain_floats(args, positions) == floats:
+            recursive = _recursive.get(fused)
+            if recursive is None:
+                recursive = _recursive[fused] = forwards.may_recurse(fused)
+            _enter(recursive)
+            try:
+                cotangents = fused(*args, **kwargs)
+            except BaseException:  # a note naming your line (see `tracebacks`: free until raised)
+                _leave(recursive)
+                tracebacks.annotate_handled()
+                raise
+            _leave(recursive)
+            gradients = _unshared(args, structure.plain_gradients(args, cotangents, positions, None))
+            if wrt == positions:
+                return gradients
+            return gradients[0] if isinstance(wrt, int) else _selected(dict(zip(positions, gradients)), wrt)
     return value_and_grad(forward, name, wrt, args, kwargs)[1]
+
+
+_recursive: dict = {}  # fused gradient -> whether it may call back into differentiated functions
+
+
+_ascending: dict = {}  # `wrt` -> its positions, ascending, once each
+
+
+def _plain_floats(args, positions):
+    """The positions among `positions` (ascending) of the Python floats in `args`, or None if an
+    argument there is neither a float nor a real float array."""
+    floats = ()
+    for i in positions:
+        arg = args[i]
+        kind = type(arg)
+        if kind is float:
+            floats += (i,)
+        elif kind is not np.ndarray or arg.dtype.kind != "f":
+            return None
+    return floats
+
+
+def _selected(gradients, wrt):
+    """The gradients `wrt` asks for, from one per positional argument."""
+    if isinstance(wrt, int):
+        return gradients[wrt]
+    if len(set(wrt)) == len(wrt):  # (distinct gradients share no memory: see `_gradients`)
+        return tuple(gradients[i] for i in wrt)
+    return arguments.select(gradients, wrt)  # `wrt=(0, 0)`: two arrays, not one shared
 
 
 class differentiated:
@@ -120,12 +170,8 @@ def _gradients(args, value, generated_pullback, cotangent, positions, name) -> l
     None outside `positions`; none shares memory with another, an argument, or `cotangent`."""
     with _RUNNING:
         cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
-    roots = {id(_root(arg)) for arg in args if type(arg) is np.ndarray}
     if _plain(args, positions):  # floats and float arrays: the common case, kept cheap
-        gradients = [None] * len(args)
-        for i, gradient in zip(positions, structure.plain_gradients(args, cotangents, positions, cotangent)):
-            gradients[i] = gradient.copy() if type(gradient) is np.ndarray and id(_root(gradient)) in roots else gradient
-        return gradients
+        return _plain_gradients(args, cotangents, positions, cotangent)
     # fields a class declares frozen get None, as `adjoint.grad` gives them (their cotangents,
     # which the general code computes, are dropped)
     freezings = trainable.freezings(args, positions, positions, None)
@@ -136,6 +182,29 @@ def _gradients(args, value, generated_pullback, cotangent, positions, name) -> l
         for i in range(len(args))
     ]
     return list(structure.unshared(gradients, (cotangent, args)))  # (`args`: copies of what shares theirs)
+
+
+def _plain_gradients(args, cotangents, positions, cotangent) -> list:
+    """`_gradients` where the arguments at `positions` are floats and float arrays."""
+    gradients = [None] * len(args)
+    for i, gradient in zip(positions, _unshared(args, structure.plain_gradients(args, cotangents, positions, cotangent))):
+        gradients[i] = gradient
+    return gradients
+
+
+def _unshared(args, gradients: tuple) -> tuple:
+    """`gradients`, with a copy of each array sharing memory with an argument."""
+    roots = None
+    for gradient in gradients:
+        if type(gradient) is np.ndarray:
+            if roots is None:  # (the arrays owning the arguments' memory, found once)
+                roots = {id(arg if arg.base is None else _root(arg)) for arg in args if type(arg) is np.ndarray}
+            if id(gradient if gradient.base is None else _root(gradient)) in roots:
+                return tuple(
+                    g.copy() if type(g) is np.ndarray and id(g if g.base is None else _root(g)) in roots else g
+                    for g in gradients
+                )
+    return gradients
 
 
 def _plain(args, positions) -> bool:
@@ -205,17 +274,25 @@ class _running:
     __slots__ = ()
 
     def __enter__(self):
-        if not getattr(runtime._transform_hook, "__adjoint_standalone__", False):
-            _guard_installed()
-        flags = _standalone.__dict__  # this thread's
-        flags["depth"] = flags.get("depth", 0) + 1
-        gradient_mode.enter()
+        _enter(True)
 
     def __exit__(self, kind, exc, traceback):
-        gradient_mode.leave()
-        _standalone.__dict__["depth"] -= 1
+        _leave(True)
         if exc is not None:  # a note naming the line of yours the exported line came from
             tracebacks.annotate(exc)
+
+
+def _enter(recursive):
+    if not getattr(runtime._transform_hook, "__adjoint_standalone__", False):
+        _guard_installed()
+    flags = _standalone.__dict__  # this thread's
+    flags["depth"] = flags.get("depth", 0) + 1
+    gradient_mode.enter(recursive)
+
+
+def _leave(recursive):
+    gradient_mode.leave(recursive)
+    _standalone.__dict__["depth"] -= 1
 
 
 def _guard_installed():
