@@ -176,6 +176,12 @@ def _binding(unit, name, where, exported) -> Binding | None:
             return Binding(obj, None, "builtin", where)
     if isinstance(obj, types.FunctionType) and obj in exported:
         return Binding(obj, None, "exported", where)
+    if getattr(obj, "__adjoint_vjp__", None) is not None:  # (`adjoint.checkpoint`: it transforms when its pullback runs)
+        raise AdjointError(
+            f"{where}: the generated code calls `{name}`, a checkpoint (`adjoint.checkpoint`), whose pullback "
+            "transforms its function again when it runs, which an exported module never does: export a "
+            "version that calls the function itself"
+        )
     text = literal(obj)
     if text is not None:
         return Binding(obj, f"{name} = {text}", "constant", where)

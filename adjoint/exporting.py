@@ -263,8 +263,9 @@ def _differentiated_callees(unit):
                 f"cannot do without transforming it: call it by a plain name with positional arguments "
                 f"(`from module import {name.rsplit('.', 1)[-1]}`), or register a rule for it"
             )
-        positions = ast.literal_eval(node.args[0])
-        yield callee, tuple(p for p in positions if isinstance(p, int))
+        # (a literal, or a choice between literals, `(0, 1) if h_1 is not h else (0,)`: every position either way)
+        positions = {n.value for n in ast.walk(node.args[0]) if isinstance(n, ast.Constant) and type(n.value) is int}
+        yield callee, tuple(sorted(positions))
 
 
 def _local_names(tree) -> tuple[set, set]:

@@ -337,3 +337,24 @@ def test_grad_runs_the_fused_gradient_specialised_on_the_examples_python_floats(
     assert module.grad(0.7, 5) == pytest.approx(expected, rel=1e-12) and len(calls) == 1
     assert module.grad(np.float64(0.7), 5) == pytest.approx(expected, rel=1e-12) and len(calls) == 1  # not a float: general code
     assert module.value_and_grad(0.7, 5)[1] == pytest.approx(expected, rel=1e-12) and len(calls) == 1  # (the value: forward and pullback)
+
+
+def test_a_helper_whose_differentiated_positions_depend_on_the_iteration(tmp_path):
+    path = adjoint.export(models.rolled, tmp_path / "rolled_grad.py")
+    assert " if " in path.read_text()  # (the positions `adj.vjp` is given: a choice between two tuples)
+    module = load_module(path, "rolled_grad")
+    args = (np.linspace(-0.5, 0.5, 9).reshape(3, 3), np.zeros(3), np.linspace(0.0, 1.0, 12).reshape(4, 3))
+    np.testing.assert_allclose(module.grad(*args), checked_gradient(models.rolled, args, 0), rtol=1e-12)
+
+
+rechecked_tanh = adjoint.checkpoint(layers.affine_free)
+
+
+def through_a_checkpoint(x):
+    return np.sum(rechecked_tanh(x))
+
+
+def test_a_checkpoint_is_refused_at_export_with_its_line(tmp_path):
+    line = through_a_checkpoint.__code__.co_firstlineno + 1
+    with pytest.raises(AdjointError, match=rf"test_exporting\.py:{line}: the generated code calls `rechecked_tanh`, a checkpoint"):
+        adjoint.export(through_a_checkpoint, tmp_path / "checkpointed.py")
