@@ -62,7 +62,7 @@ class CheckReport:
     function: str
     entries: list[CallEntry]
     problems: list[Problem]
-    functions: list[tuple[str, str]]  # (qualified name, "file:line" of its definition), in order reached
+    functions: list[tuple[str, str]]  # (qualified name, "path:line" of its definition), in order reached
     sizes: list[int] = dataclasses.field(default_factory=list, repr=False)  # each one's number of entries
 
     @property
@@ -88,16 +88,18 @@ class CheckReport:
             parts.append(f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}")
         return ", ".join(parts) or "no calls"
 
-    def format(self) -> str:
+    def format(self, path=os.path.basename) -> str:
         """The report as text: a table per function (location, call, what it resolved to, kind),
-        the summary, then what to do about each missing rule and each problem."""
+        the summary, then what to do about each missing rule and each problem; each file named
+        `path(filename)` (by default its base name; the command line gives `os.path.relpath`)."""
         header = f"adjoint.check({self.function}): " + ("ok" if self.ok else "not differentiable as written")
         lines = [header, ""]
-        rows = [(e.location, e.call, e.resolved, _kind_text(e)) for e in self.entries]
+        rows = [(f"{path(e.filename)}:{e.line}", e.call, e.resolved, _kind_text(e)) for e in self.entries]
         widths = [max([len(row[i]) for row in rows] + [0]) for i in range(3)]
         start = 0
         for (name, where), size in zip(self.functions, self.sizes):
-            lines.append(f"{name}  ({where})")
+            filename, _, line = where.rpartition(":")
+            lines.append(f"{name}  ({path(filename)}:{line})")
             own, start = rows[start : start + size], start + size
             for row in own:
                 lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
@@ -107,12 +109,13 @@ class CheckReport:
         fixes = [e for e in self.missing if e.hint and e.blocking]
         if fixes:
             lines += ["", "missing rules:"]
-            lines += [f"  {e.location}: `{e.call}`: {e.hint}" for e in fixes]
+            lines += [f"  {path(e.filename)}:{e.line}: `{e.call}`: {e.hint}" for e in fixes]
         if self.problems:
             lines += ["", "problems:"] + ["\n".join("  " + s for s in p.format().splitlines()) for p in self.problems]
         return "\n".join(line.rstrip() for line in lines)
 
-    __str__ = format
+    def __str__(self) -> str:
+        return self.format()
 
 
 def _kind_text(entry: CallEntry) -> str:

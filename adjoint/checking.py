@@ -18,7 +18,6 @@ import copy
 import dataclasses
 import functools
 import inspect
-import os
 import sys
 import types
 
@@ -85,7 +84,7 @@ def check(f, wrt=None, *, file=STDOUT) -> CheckReport:
         current, positions = todo.pop(0)
         found, reached, trouble = _calls(current, positions)
         code = current.__code__
-        functions.append((current.__qualname__, f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"))
+        functions.append((current.__qualname__, f"{code.co_filename}:{code.co_firstlineno}"))
         entries += found
         sizes.append(len(found))
         problems += trouble

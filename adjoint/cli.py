@@ -131,7 +131,7 @@ def _check(options, f, path: str, wrt) -> int:
     from .checking import check  # noqa: PLC0415
 
     report = check(f, wrt, file=None)
-    print(report)
+    print(report.format(os.path.relpath))  # (files named as `show` names them: from here)
     return 0 if report.ok else 1
 
 

@@ -165,3 +165,10 @@ def test_python_m_adjoint_export_writes_a_module_that_imports_its_helpers_by_the
     for got, expected in zip(exported.grad(x, w, 4.0), adjoint.grad(model.shifted, wrt=(0, 1))(x, w, 4.0)):
         np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert _python_m_adjoint("export", f"{MODEL}:loss").returncode == 2  # -o is required
+
+
+def test_check_names_files_as_show_does():
+    done = _python_m_adjoint("check", "tests/cli_samples/cli_sample_model.py:unwrapped")
+    assert done.returncode == 1
+    line = pathlib.Path(MODEL).read_text().splitlines().index("def unwrapped(x):") + 2  # (1-based, the body)
+    assert f"\n  tests/cli_samples/cli_sample_model.py:{line}  np.unwrap" in done.stdout, done.stdout
