@@ -61,7 +61,7 @@ def main(argv=None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m adjoint",
-        description="Read the derivative code adjoint generates for a function in a Python file.",
+        description="Read, check and export the derivative code adjoint generates for a function in a Python file.",
         epilog="example: python -m adjoint show model.py:loss --wrt 0,1",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
