@@ -44,10 +44,6 @@ class CallEntry:
     active: bool | None = None  # whether a gradient flows through the call (None: not known)
 
     @property
-    def location(self) -> str:
-        return f"{os.path.basename(self.filename)}:{self.line}"
-
-    @property
     def blocking(self) -> bool:
         """Whether the transform would refuse this call: a missing rule the gradient reaches."""
         return self.kind == MISSING and self.active is not False

@@ -17,15 +17,12 @@ import dataclasses
 import importlib
 import math
 import os
-import re
 import symtable
 import sys
 import types
 
+from .compiler import loader
 from .errors import AdjointError
-
-_LINE_COMMENT = re.compile(r"^\s*# line (\d+): ")
-
 
 @dataclasses.dataclass
 class Binding:
@@ -123,13 +120,11 @@ def first_use(text: str, name: str) -> int:
 
 
 def location(unit, line: int) -> str:
-    """`file:line` of the user's statement that generated line `line` of `unit`'s code."""
+    """`file:line` of the user's statement that generated line `line` of `unit`'s code (found as
+    tracebacks find it, `loader.locate`)."""
     filename = os.path.basename(unit.fn.__code__.co_filename)
-    for text in reversed(unit.compiled.text.splitlines()[:line]):
-        match = _LINE_COMMENT.match(text)
-        if match:
-            return f"{filename}:{match.group(1)}"
-    return f"{filename}:{unit.fn.__code__.co_firstlineno}"
+    found = loader.locate(unit.compiled.text.splitlines(True), line).line
+    return f"{filename}:{found if found is not None else unit.fn.__code__.co_firstlineno}"
 
 
 def literal(value) -> str | None:

@@ -11,9 +11,7 @@ directly, are not affected.
 
 from __future__ import annotations
 
-import linecache
 import os
-import re
 import sys
 import threading
 
@@ -208,12 +206,8 @@ def _unshared(args, gradients: tuple) -> tuple:
 
 
 def _plain(args, positions) -> bool:
-    """Whether every argument at `positions` (ascending) is a float or a real float array."""
-    for i in positions:
-        arg = args[i]
-        if not (type(arg) is float or type(arg) is np.ndarray and arg.dtype.kind == "f"):
-            return False
-    return all(a < b for a, b in zip(positions, positions[1:]))
+    """Whether `positions` ascend and every argument there is a float or a real float array."""
+    return all(a < b for a, b in zip(positions, positions[1:])) and _plain_floats(args, positions) is not None
 
 
 def _root(array):
@@ -325,25 +319,17 @@ def _guarded(hook):
 
 
 def _exported_line() -> str:
-    """`"model_grad.py:18 (models.py:9: h = layer.apply(x)): "` for the innermost line of exported
-    code on the stack (found by its `# line N:` comment and the header above it), or ""."""
+    """`"model_grad.py:18 (models.py:9: h = layer.apply(x)): "` for the innermost line of generated
+    code on the stack (as `tracebacks.site` reads it), or ""."""
     frame = sys._getframe(2)
     while frame is not None:
-        lines = linecache.getlines(frame.f_code.co_filename)
-        line, origin = frame.f_lineno, None
-        for text in reversed(lines[: frame.f_lineno]):
-            found = _LINE_COMMENT.match(text) if origin is None else _HEADER.match(text)
-            if found and origin is None:
-                origin = found
-            elif found:
-                user = f"{found.group(1)}:{origin.group(1)}: {origin.group(2).strip()}"
-                return f"{os.path.basename(frame.f_code.co_filename)}:{line} ({user}): "
+        found = tracebacks.site(frame.f_code.co_filename, frame.f_lineno)
+        if found is not None:
+            user = f"{os.path.basename(found.user_file)}:{found.user_line}: {found.user_text}"
+            return f"{os.path.basename(found.generated)}:{found.generated_line} ({user}): "
         frame = frame.f_back
     return ""
 
-
-_LINE_COMMENT = re.compile(r"^\s*# line (\d+): (.*)$")
-_HEADER = re.compile(r"^# adjoint: .* \((.+):\d+\)$")
 
 _RUNNING = _running()
 
