@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 
 from . import runtime
 from .compiler import pipeline
@@ -91,8 +92,6 @@ def importable_root(fn):
     qualname, module = getattr(fn, "__qualname__", ""), getattr(fn, "__module__", None)
     if "<locals>" in qualname or not module:
         return None
-    import sys  # noqa: PLC0415
-
     root = qualname.split(".")[0]
     owner = getattr(sys.modules.get(module), root, None)
     if owner is None:
