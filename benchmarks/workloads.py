@@ -196,14 +196,15 @@ def lse_inputs(rng):
     return [rng.normal(size=(1000, 100)), rng.normal(size=100)]
 
 
-NAMES = ("mlp", "mlp_small", "rnn", "scalar_loop", "logsumexp_broadcast", "hvp", "mlp_model")
+NAMES = ("mlp", "mlp_small", "rnn", "scalar_loop", "logsumexp_broadcast", "hvp", "mlp_model", "mlp_model_small")
 
 
 def build(seed=0):
-    """Every workload by name, in the issue's order (then `mlp_model`); each draws its inputs
+    """Every workload by name, in the issue's order (then the models); each draws its inputs
     from its own generator, so a subset (`--only`) sees the same inputs as the full suite."""
     rng = {name: np.random.default_rng([seed, i]) for i, name in enumerate(NAMES)}
     model_args = mlp_inputs(784, 256, 10, 64, rng["mlp_model"])
+    small_model_args = mlp_inputs(8, 16, 4, 4, rng["mlp_model_small"])
     suite = [
         gradient_workload("mlp", "mlp (784-256-10, batch 64)", mlp_loss, mlp_hand,
                           mlp_inputs(784, 256, 10, 64, rng["mlp"]), (0, 1, 2, 3), 1.05),
@@ -218,6 +219,9 @@ def build(seed=0):
         hvp_workload(rng["hvp"]),
         Workload("mlp_model", "mlp_model (the mlp as a `Chain` of `Dense` objects)", mlp_loss, mlp_hand,
                  mlp_model_adjoint(*model_args), model_args, (0, 1, 2, 3), None,
+                 peer_note="peers: the array version"),
+        Workload("mlp_model_small", "mlp_model_small (mlp_small as a `Chain` of `Dense` objects)", mlp_loss, mlp_hand,
+                 mlp_model_adjoint(*small_model_args), small_model_args, (0, 1, 2, 3), None,
                  peer_note="peers: the array version"),
     ]
     return {w.name: w for w in suite}
