@@ -38,8 +38,7 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     >>> fn_bar["w"], x_bar
     (array([1., 1.]), array([2., 3.]))
     """
-    from . import vjp, _transform_hook, zeros_for_none  # noqa: PLC0415  (the package imports this module)
-
+    vjp, zeros_for_none = runtime.vjp, runtime.zeros_for_none
     bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
     staged = None if bound else marked(fn, "__adjoint_vjp__", None)
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`): the closure's cotangent first
@@ -76,8 +75,8 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     defaulted = _defaulted(fn, args, kwargs) if 0 in wrt else {}
     if not captured and not defaulted:
         value, pullback = vjp(arg_wrt, fn, *args, **kwargs)
-        return value, lambda g: (None, *pullback(g))
-    forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured), args)
+        return value, no_closure_pullback(pullback)
+    forward = runtime._transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured), args)
     value, pullback = forward(*args, **kwargs)
     count = positional_count(fn, len(args))
 
@@ -96,7 +95,17 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
 
 def _no_closure(value_and_pullback):
     value, pullback = value_and_pullback
-    return value, lambda g: (None, *pullback(g))
+    return value, no_closure_pullback(pullback)
+
+
+def no_closure_pullback(pullback):
+    """`pullback` with a `None` first: the cotangent of a callable that holds no gradient (a
+    function closing over nothing differentiable, `np.tanh`), or of a receiver that gets none."""
+
+    def receiver_free_pullback(g):
+        return (None, *pullback(g))
+
+    return receiver_free_pullback
 
 
 def _bound_parts(cotangents, count):
@@ -131,8 +140,7 @@ def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
     >>> value, back(1.0)
     (24.0, (12.0, [8.0], {'c': 6.0}))
     """
-    from . import vjp  # noqa: PLC0415
-
+    vjp = runtime.vjp
     args, sizes, active = [], [], []
     for index, part in enumerate(parts):
         items = list(part) if index in spread else [part]
@@ -194,8 +202,6 @@ def _constructed(cls, args, keywords):
 def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     """`fn(*args, **keywords)` differentiated also with respect to its `**kwargs` parameter,
     whose cotangent (a dict) its pullback returns after the arguments'."""
-    from . import _transform_hook  # noqa: PLC0415
-
     function = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if marked(function, "__adjoint_checkpoint_of__", None) is not None:
         raise RuleError(
@@ -210,7 +216,7 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
             "gradients yet; make them ordinary parameters"
         )
     bound = (fn.__self__,) if isinstance(fn, types.MethodType) else ()
-    forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",), (*bound, *args))
+    forward = runtime._transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",), (*bound, *args))
     value, pullback = forward(*bound, *args, **keywords, **named)
     count = positional_count(function, len(bound) + len(args))
 
@@ -375,4 +381,4 @@ def check_unshared(updated, others, name, other_names, where):
             )
 
 
-from .. import registry  # noqa: E402  (registry imports this package)
+from .. import registry, runtime  # noqa: E402  (registry imports this package; this package, this module)

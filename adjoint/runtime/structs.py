@@ -11,15 +11,16 @@ Before:  y = m.W                      After (pullback):  m_bar = adj.field_bar(y
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
-import inspect
 import numbers
 import types
 
 import numpy as np
 
 from .cotangents import add, zeros_like
+from .remembered import ByIdentity, class_attribute
 
 
 class Tangent:
@@ -86,8 +87,10 @@ class Tangent:
         """Field by field, a field absent from one side counting as zero (`cotangents.add`)."""
         if not isinstance(other, Tangent):
             return NotImplemented
-        mine, theirs = self.__fields, tangent_fields(other)
-        return Tangent(self.__type, {name: add(mine.get(name), theirs.get(name)) for name in {**mine, **theirs}})
+        fields = dict(self.__fields)
+        for name, part in tangent_fields(other).items():
+            fields[name] = add(fields.get(name), part)
+        return Tangent(self.__type, fields)
 
 
 def _each_leaf(value, op):
@@ -153,9 +156,22 @@ def is_struct(value) -> bool:
     >>> is_struct(Layer(np.ones(2))), is_struct(np.ones(2)), is_struct({"W": 1.0})
     (True, False, False)
     """
-    if isinstance(value, _NOT_STRUCTS) or type(value).__module__.split(".")[0] in ("builtins", "numpy"):
-        return False
-    return dataclasses.is_dataclass(value) or hasattr(value, "__dict__") or bool(_slot_names(type(value)))
+    kind = type(value)
+    known = _struct_classes.get(kind)
+    if known is not None and known[1] == abc.get_cache_token():
+        return known[0]
+    if isinstance(value, _NOT_STRUCTS) or kind.__module__.split(".")[0] in ("builtins", "numpy"):
+        answer = False
+    else:
+        answer = dataclasses.is_dataclass(value) or hasattr(value, "__dict__") or bool(_slot_names(kind))
+    if kind.__getattribute__ is object.__getattribute__ and not hasattr(kind, "__getattr__"):
+        # the answer is the class's (no attribute hook decides `__dict__` per object); until an
+        # ABC learns of a new virtual subclass (`numbers.Number.register`), which bumps the token
+        _struct_classes[kind] = (answer, abc.get_cache_token())
+    return answer
+
+
+_struct_classes = ByIdentity()  # class -> (whether its objects are structs, `abc`'s cache token then)
 
 
 def fields_of(obj) -> dict:
@@ -179,13 +195,18 @@ def fields_of(obj) -> dict:
     return fields
 
 
-@functools.lru_cache(maxsize=None)
 def _slot_names(cls) -> tuple:
-    names = []
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else [s for s in slots if s not in ("__dict__", "__weakref__")]
-    return tuple(names)
+    names = _slots.get(cls)
+    if names is None:
+        names = []
+        for klass in cls.__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            names += [slots] if isinstance(slots, str) else [s for s in slots if s not in ("__dict__", "__weakref__")]
+        _slots[cls] = names = tuple(names)
+    return names
+
+
+_slots = ByIdentity()  # class -> the slot names of its classes (fixed when a class is made)
 
 
 # ---- cotangents of field reads ---------------------------------------------------------------
@@ -207,12 +228,16 @@ def field_bar(g, obj, name):
     """
     if g is None:
         return None
+    instance = getattr(obj, "__dict__", None)
+    if instance is not None and name in instance and getattr(type(obj), name, _MISSING) is _MISSING:
+        # an instance field that no class attribute shadows or describes: the common read
+        value = instance[name]
+        if isinstance(value, types.MethodType) and value.__self__ is obj:
+            return g
+        return Tangent(type(obj), {name: g})
     kind = _attribute_kind(type(obj), name)
     if isinstance(kind, types.FunctionType):  # a property's getter computed the value from the object
-        from . import vjp  # noqa: PLC0415  (the package imports this module)
-
-        return vjp((0,), kind, obj)[1](g)[0]
-    instance = getattr(obj, "__dict__", None)
+        return runtime.vjp((0,), kind, obj)[1](g)[0]
     if instance is not None and name in instance:  # an instance field, whatever the class holds
         value = instance[name]
         if isinstance(value, types.MethodType) and value.__self__ is obj:
@@ -225,13 +250,13 @@ def field_bar(g, obj, name):
 
 
 _METHOD = "method"
+_MISSING = object()
 
 
-@functools.lru_cache(maxsize=None)
 def _attribute_kind(cls, name):
     """What `name` is on the class `cls`: `_METHOD`, a property's getter function, or None
     (a field, a slot, or a class attribute: its entry stays, see `field_bar`)."""
-    attribute = inspect.getattr_static(cls, name, None)
+    attribute = class_attribute(cls, name)
     if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)):
         return _METHOD
     if isinstance(attribute, property) and isinstance(attribute.fget, types.FunctionType):
@@ -257,3 +282,6 @@ def item_bar(g, key, value):
     else:
         part = None
     return zeros_like(value) if part is None else part
+
+
+from .. import runtime  # noqa: E402  (the package imports this module)
