@@ -262,8 +262,8 @@ def transform_for_runtime(fn, wrt, args=()):
     if collector is None:
         wrt = wrt if type(wrt) is tuple else tuple(wrt)
         key = (wrt, trainable.call_spec(args, wrt), python_floats(wrt, args))
-        known = _runtime_forwards.get(fn)
-        generated = known.get(key) if known is not None else None
+        entry = _runtime_forwards.entries.get(id(fn))  # (`_runtime_forwards.get(fn)`, without its call)
+        generated = entry[1].get(key) if entry is not None and entry[0]() is fn else None
         if (
             generated is not None and generated.__adjoint_code__ is fn.__code__ and generated.__adjoint_bound__()
             and generated.__defaults__ is fn.__defaults__ and generated.__kwdefaults__ is fn.__kwdefaults__

@@ -28,6 +28,8 @@ import contextvars
 import dataclasses
 import functools
 
+import numpy as np
+
 from .errors import AdjointError
 from .runtime import is_differentiable
 from .runtime.structs import fields_of, is_namedtuple, is_struct
@@ -192,11 +194,13 @@ def call_spec(args, wrt, keep=None) -> tuple:
     pruned = _pruned.get()
     spec = ()
     for position in wrt:
-        if not isinstance(position, int) or position >= len(args) or is_differentiable(args[position]):
+        if not isinstance(position, int) or position >= len(args):
             continue
         arg, names = args[position], ()
+        kind = type(arg)
+        if kind is float or kind is np.ndarray and arg.dtype.kind in "fc" or is_differentiable(arg):
+            continue  # (the first two: the common arguments, told without a call)
         if is_struct(arg):
-            kind = type(arg)
             if not pruned and getattr(kind, "__trainable__", None) is None and not _frozen_by_metadata(kind):
                 spec += ((position, ()),)  # nothing declared frozen, nothing pruned: the common model, kept cheap
                 continue

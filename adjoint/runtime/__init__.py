@@ -199,10 +199,15 @@ def vjp(wrt, fn, /, *args, **kwargs):
     >>> back(1.0)
     (array([1., 1.]),)
     """
-    if type(fn) is types.FunctionType and _transform_hook is not None and _transformed(fn):  # the common call
+    kind = type(fn)
+    if kind is types.FunctionType and _transform_hook is not None and _transformed(fn):  # the common call
         forward = _transform_hook(fn, wrt, args)
         value, pullback = forward(*args, **kwargs)
         return value, pullback if forward.__adjoint_arity__ == len(args) else _truncated(pullback, len(args))
+    if kind is np.ufunc:  # (a ufunc takes no attributes, so it carries no marks)
+        rule = registry.lookup(fn)
+        if rule is not None:
+            return _primitive_vjp(wrt, fn, args, kwargs, rule=rule)
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
     bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
@@ -241,15 +246,15 @@ def _transformed(fn) -> bool:
     if getattr(fn, "__adjoint_vjp__", None) is not None or getattr(fn, "__adjoint_rrule__", None) is not None:
         return False  # (`marked` tells whether they mean it: the general path asks)
     version = registry.version
-    if _ruleless.get(fn) == version:
-        return True
-    if registry.lookup(fn) is not None or registry.is_non_differentiable(fn):
-        return False
-    _ruleless[fn] = version
-    return True
+    entry = _transformed_at.entries.get(id(fn))  # (`_transformed_at.get(fn)`, without its call)
+    if entry is not None and entry[0]() is fn and entry[1][0] == version:
+        return entry[1][1]
+    transformed = registry.lookup(fn) is None and not registry.is_non_differentiable(fn)
+    _transformed_at[fn] = (version, transformed)
+    return transformed
 
 
-_ruleless = ByIdentity()  # Python function -> the registry's version when it was seen to have no rule
+_transformed_at = ByIdentity()  # Python function -> (the registry's version, whether it had no rule then)
 
 
 def _is_array_method(fn) -> bool:

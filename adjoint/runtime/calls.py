@@ -39,13 +39,17 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     (array([1., 1.]), array([2., 3.]))
     """
     vjp, zeros_for_none = runtime.vjp, runtime.zeros_for_none
-    bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
-    staged = None if bound else marked(fn, "__adjoint_vjp__", None)
+    # a bound method's function's rules take the receiver first (below); most callables carry no
+    # marks at all, which two `getattr`s tell without asking `marked` whether a mark is meant
+    marks = not isinstance(fn, types.MethodType) and (
+        getattr(fn, "__adjoint_vjp__", None) is not None or getattr(fn, "__adjoint_rrule__", None) is not None
+    )
+    staged = marked(fn, "__adjoint_vjp__", None) if marks else None
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`): the closure's cotangent first
         return staged(tuple(i - 1 for i in wrt if i > 0), 0 in wrt, args, kwargs) if 0 in wrt else _no_closure(
             staged(tuple(i - 1 for i in wrt if i > 0), False, args, kwargs)
         )
-    special = None if bound else marked(fn, "__adjoint_rrule__", None)
+    special = marked(fn, "__adjoint_rrule__", None) if marks else None
     if special is not None:  # a gradient made by adjoint (of a function that may close over floats)
         value, pullback = special(*args, closure=0 in wrt, **kwargs)
         arg_wrt = tuple(i - 1 for i in wrt if i > 0)
@@ -70,7 +74,7 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         call = getattr(type(fn), "__call__", None)
         if isinstance(call, types.FunctionType):  # `layer(x)`: `__call__` with the layer first
             return vjp(wrt, call, fn, *args, **kwargs)
-    arg_wrt = tuple(i - 1 for i in wrt if i > 0)
+    arg_wrt = argument_positions(wrt)
     captured = _captured_names(fn) if 0 in wrt else []
     defaulted = _defaulted(fn, args, kwargs) if 0 in wrt else {}
     if not captured and not defaulted:
@@ -91,6 +95,22 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         return (closure_bar, *cotangents[: len(args)])
 
     return value, closure_pullback
+
+
+def argument_positions(wrt) -> tuple:
+    """The positions among the arguments of a call's `wrt` that numbers the callable (or the
+    receiver) 0 and the arguments from 1, as `closure_vjp` and `method_vjp` take it.
+
+    >>> argument_positions((0, 2, 3))
+    (1, 2)
+    """
+    positions = _argument_positions.get(wrt)
+    if positions is None:  # (a generated call's `wrt` is a constant: a few of them per program)
+        positions = _argument_positions[wrt] = tuple(i - 1 for i in wrt if i > 0)
+    return positions
+
+
+_argument_positions: dict[tuple, tuple] = {}
 
 
 def _no_closure(value_and_pullback):

@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from .calls import _carries_gradient, closure_vjp, no_closure_pullback
+from .calls import _carries_gradient, argument_positions, closure_vjp, no_closure_pullback
 from .cotangents import RuleError, zeros_like
 from .remembered import class_attribute
 from .structs import field_bar, is_namedtuple, is_struct
@@ -78,7 +78,7 @@ def _field_call(wrt, receiver, name, args, kwargs):
     gets none from it."""
     field = getattr(receiver, name)
     if _holds_no_gradient(field):
-        value, pullback = runtime.vjp(tuple(i - 1 for i in wrt if i > 0), field, *args, **kwargs)
+        value, pullback = runtime.vjp(argument_positions(wrt), field, *args, **kwargs)
         return value, no_closure_pullback(pullback)
     value, pullback = closure_vjp(wrt, field, *args, **kwargs)
 
