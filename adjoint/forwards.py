@@ -21,6 +21,7 @@ from .errors import AdjointError, TransformError
 from .runtime import gradient_mode
 from .runtime.gradient_mode import recursion_headroom  # noqa: F401  (where `derivatives` finds it)
 from .runtime.marks import marked
+from .runtime.remembered import ByIdentity
 from .tracebacks import annotate_handled
 
 
@@ -58,7 +59,11 @@ def python_floats(wrt, args) -> tuple:
     >>> python_floats((0, 1, 2), (0.5, np.ones(2), 2.0))
     (0, 2)
     """
-    return tuple(i for i in wrt if type(i) is int and i < len(args) and type(args[i]) is float)
+    floats, count = (), len(args)
+    for i in wrt:  # (asked on every call from generated code: a loop, not a generator)
+        if type(i) is int and i < count and type(args[i]) is float:
+            floats += (i,)
+    return floats
 
 
 class PlainCalls:
@@ -246,9 +251,25 @@ def require_python_function(f):
 def transform_for_runtime(fn, wrt, args=()):
     """The forward function of `fn` for `runtime.vjp`, which has already unwrapped bound methods,
     callable objects and partials: `fn` is their function, called with the receiver first.
-    The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`)."""
-    require_python_function(fn)
+    The frozen fields of the objects among `args` specialise it (see `trainable.call_spec`).
+
+    While no implicit gradient runs, what it found for `fn` is kept per positions, frozen
+    fields and Python floats, and found again with the checks `pipeline.forward_function`
+    makes (the code of `fn`, its defaults, the names it resolved, the registered rules): the
+    frozen fields are still worked out on every call, so a class whose `__trainable__` changes,
+    or a freezing that starts, finds other code."""
     collector = implicit.collector()
+    if collector is None:
+        wrt = wrt if type(wrt) is tuple else tuple(wrt)
+        key = (wrt, trainable.call_spec(args, wrt), python_floats(wrt, args))
+        entry = _runtime_forwards.entries.get(id(fn))  # (`_runtime_forwards.get(fn)`, without its call)
+        generated = entry[1].get(key) if entry is not None and entry[0]() is fn else None
+        if (
+            generated is not None and generated.__adjoint_code__ is fn.__code__ and generated.__adjoint_bound__()
+            and generated.__defaults__ is fn.__defaults__ and generated.__kwdefaults__ is fn.__kwdefaults__
+        ):
+            return generated
+    require_python_function(fn)
     keep = collector.holds_parameter if collector is not None else None  # `params(layer.gamma)` asks for it
     generated = forward(fn, tuple(wrt), trainable.call_spec(args, wrt, keep), args)
     if generated.__adjoint_updates__:
@@ -259,7 +280,17 @@ def transform_for_runtime(fn, wrt, args=()):
             f"caller's value unchanged, unlike Python. Return the new value instead "
             f"(`{parameter} = {parameter} + ...`, or `{parameter} = {parameter}.copy()` first)."
         )
+    if collector is None:
+        known = _runtime_forwards.get(fn)
+        if known is None:
+            _runtime_forwards[fn] = known = {}
+        known[key] = generated
     return generated
+
+
+# function -> {(wrt, frozen fields, Python floats): its forward function}, while no implicit
+# gradient runs (a function dropped with the function, as `pipeline.forward_function` keeps them)
+_runtime_forwards = ByIdentity()
 
 
 def refuse_shared_updated_arguments(f, forward, args) -> None:

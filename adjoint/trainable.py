@@ -28,6 +28,8 @@ import contextvars
 import dataclasses
 import functools
 
+import numpy as np
+
 from .errors import AdjointError
 from .runtime import is_differentiable
 from .runtime.structs import fields_of, is_namedtuple, is_struct
@@ -190,12 +192,18 @@ def call_spec(args, wrt, keep=None) -> tuple:
     empty for a call with arrays and floats only.
     Fields whose values satisfy `keep` (implicit parameters asked for) are never frozen."""
     pruned = _pruned.get()
-    spec = []
+    spec = ()
     for position in wrt:
-        if not isinstance(position, int) or position >= len(args) or is_differentiable(args[position]):
+        if not isinstance(position, int) or position >= len(args):
             continue
-        arg, names = args[position], set()
+        arg, names = args[position], ()
+        kind = type(arg)
+        if kind is float or kind is np.ndarray and arg.dtype.kind in "fc" or is_differentiable(arg):
+            continue  # (the first two: the common arguments, told without a call)
         if is_struct(arg):
+            if not pruned and getattr(kind, "__trainable__", None) is None and not _frozen_by_metadata(kind):
+                spec += ((position, ()),)  # nothing declared frozen, nothing pruned: the common model, kept cheap
+                continue
             names = set(frozen_fields(arg))
             if pruned:
                 names |= {name for name, value in fields_of(arg).items() if id(value) in pruned}
@@ -203,8 +211,8 @@ def call_spec(args, wrt, keep=None) -> tuple:
                 names = {name for name in names if not keep(getattr(arg, name, None))}
         elif pruned and isinstance(arg, dict):
             names = {key for key, value in arg.items() if id(value) in pruned}
-        spec.append((position, tuple(sorted(path_of("", arg, n) for n in names))))
-    return tuple(spec)
+        spec += ((position, tuple(sorted(path_of("", arg, n) for n in names))),)
+    return spec
 
 
 # ---- the `freeze=` argument of `grad` ---------------------------------------------------------

@@ -771,3 +771,37 @@ def test_rule_reached_at_run_time_returning_none_for_a_float_argument():
     # crashed before: float + NoneType (np.where's condition gets None, here a float array)
     x = np.array([0.5, 0.0, -1.5])
     np.testing.assert_allclose(adjoint.grad(_dynamic_where)(x, np.where), np.where(x, 2.0, 1.0))
+
+
+# ---- what vjp remembers about a function between calls -------------------------------------------
+
+
+def test_a_rule_registered_for_a_function_after_vjp_transformed_it_is_used():
+    def cube(x):
+        return x ** 3
+
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(adj.vjp((0,), cube, x)[1](np.ones(2))[0], 3 * x ** 2)
+    adjoint.rrule(cube)(lambda x: (cube(x), lambda g: (10.0 * g,)))
+    np.testing.assert_allclose(adj.vjp((0,), cube, x)[1](np.ones(2))[0], [10.0, 10.0])
+
+
+def test_a_function_declared_non_differentiable_after_vjp_transformed_it_gets_no_cotangent():
+    def bucket(x):
+        return x * 2.0
+
+    x = np.array([1.0, 2.0])
+    assert adj.vjp((0,), bucket, x)[1](np.ones(2))[0] is not None
+    adjoint.non_differentiable(bucket)
+    np.testing.assert_array_equal(adj.vjp((0,), bucket, x)[1](np.ones(2))[0], np.zeros(2))
+
+
+def test_a_checkpoint_and_a_gradient_are_still_called_by_their_marks_after_plain_calls():
+    def square_sum(x):
+        return np.sum(x * x)
+
+    x = np.array([1.0, -2.0])
+    adj.vjp((0,), square_sum, x)
+    np.testing.assert_allclose(adj.vjp((0,), adjoint.checkpoint(square_sum), x)[1](1.0)[0], 2 * x)
+    second = adj.vjp((0,), adjoint.grad(square_sum), x)[1](np.ones(2))[0]  # the Hessian's rows, summed
+    np.testing.assert_allclose(second, [2.0, 2.0])

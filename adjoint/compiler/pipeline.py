@@ -15,7 +15,6 @@ import functools
 import gc
 import os
 import sys
-import weakref
 
 from .. import runtime
 from ..errors import AdjointError
@@ -27,6 +26,7 @@ from . import fuse, products, spreads
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
+from ..runtime.remembered import ByIdentity
 
 DEBUG = bool(os.environ.get("ADJOINT_DEBUG"))
 
@@ -58,7 +58,8 @@ TANGENT_PASSES = PASSES[: [name for name, _ in PASSES].index("reverse")] + (
 REVERSE, TANGENT = "reverse", "tangent"
 
 _compiled: dict[tuple, tuple] = {}  # (id(code), wrt, frozen, implicit, mode) -> (code, Compiled)
-_instances: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
+# function -> {key: its generated function}, dropped with the function (found by identity)
+_instances = ByIdentity()
 
 
 def _collector_paused(transform):
@@ -285,9 +286,8 @@ def jvp_function(fn, wrt: tuple, containers: tuple = ()):
     returns `(value, tangent)`, `tangents` holding one tangent per entry of `wrt`.
     `containers` are the positions in `wrt` whose arguments are containers or objects, not
     numbers or arrays (arithmetic on them is checked at run time)."""
-    try:
-        per_function = _instances[fn]
-    except KeyError:
+    per_function = _instances.get(fn)
+    if per_function is None:
         per_function = _instances[fn] = {}
     key = (TANGENT, wrt, containers)
     generated = per_function.get(key)

@@ -64,6 +64,7 @@ from .nested import (
 )
 from .gradient_mode import hooked
 from .marks import marked
+from .remembered import ByIdentity
 from .tangents import complete_tangent, holds_floats, tangent_like, tangent_or_zeros, zero_tangent
 from .forward_calls import closure_jvp, field_tangent, install_tangent_transformer, jvp, keywords_jvp, method_jvp
 from .linear import (
@@ -198,6 +199,15 @@ def vjp(wrt, fn, /, *args, **kwargs):
     >>> back(1.0)
     (array([1., 1.]),)
     """
+    kind = type(fn)
+    if kind is types.FunctionType and _transform_hook is not None and _transformed(fn):  # the common call
+        forward = _transform_hook(fn, wrt, args)
+        value, pullback = forward(*args, **kwargs)
+        return value, pullback if forward.__adjoint_arity__ == len(args) else _truncated(pullback, len(args))
+    if kind is np.ufunc:  # (a ufunc takes no attributes, so it carries no marks)
+        rule = registry.lookup(fn)
+        if rule is not None:
+            return _primitive_vjp(wrt, fn, args, kwargs, rule=rule)
     if _is_array_method(fn):
         return _primitive_vjp(wrt, fn, args, kwargs, receiver=(fn.__self__,))
     bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
@@ -210,10 +220,10 @@ def vjp(wrt, fn, /, *args, **kwargs):
         return value, zeros_for_none(pullback, args, wrt)
     if isinstance(fn, type) and registry.lookup(fn) is None and is_constructible(fn):
         return construct_vjp(wrt, fn, *args, **kwargs)
-    if not isinstance(fn, types.MethodType) and (
-        registry.lookup(fn) is not None or registry.is_non_differentiable(fn)
-    ):
-        return _primitive_vjp(wrt, fn, args, kwargs)
+    if not isinstance(fn, types.MethodType):
+        rule = registry.lookup(fn)
+        if rule is not None or registry.is_non_differentiable(fn):
+            return _primitive_vjp(wrt, fn, args, kwargs, rule=rule)
     function, bound, keywords = _unwrapped(fn)
     if function is not fn:
         shifted = tuple(i + len(bound) for i in wrt)
@@ -228,16 +238,37 @@ def vjp(wrt, fn, /, *args, **kwargs):
     return value, pullback if forward.__adjoint_arity__ == len(args) else _truncated(pullback, len(args))
 
 
+def _transformed(fn) -> bool:
+    """Whether `vjp` differentiates the Python function `fn` by transforming its code: it has no
+    rule, is not declared non-differentiable and carries no marks (`adjoint.checkpoint`,
+    `adjoint.grad`). Remembered per function at the registry's version, which every rule and
+    declaration bumps; marks are read on every call (cheap: most functions have none)."""
+    if getattr(fn, "__adjoint_vjp__", None) is not None or getattr(fn, "__adjoint_rrule__", None) is not None:
+        return False  # (`marked` tells whether they mean it: the general path asks)
+    version = registry.version
+    entry = _transformed_at.entries.get(id(fn))  # (`_transformed_at.get(fn)`, without its call)
+    if entry is not None and entry[0]() is fn and entry[1][0] == version:
+        return entry[1][1]
+    transformed = registry.lookup(fn) is None and not registry.is_non_differentiable(fn)
+    _transformed_at[fn] = (version, transformed)
+    return transformed
+
+
+_transformed_at = ByIdentity()  # Python function -> (the registry's version, whether it had no rule then)
+
+
 def _is_array_method(fn) -> bool:
     return isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, (np.ndarray, np.generic))
 
 
-def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
+def _primitive_vjp(wrt, fn, args, kwargs, receiver=(), rule=None):
     """`fn`'s rule applied to `(*receiver, *args)`, or `fn(*args)` if `fn` has no derivative.
 
-    `receiver` is `(x,)` for an array's method `x.sum`, whose rule takes the array first.
+    `receiver` is `(x,)` for an array's method `x.sum`, whose rule takes the array first;
+    `rule`, `fn`'s rule if the caller looked it up already.
     """
-    rule = registry.lookup(fn)
+    if rule is None:
+        rule = registry.lookup(fn)
     if rule is not None:
         refusal = rule.refusal(len(receiver) + len(args), tuple(kwargs))  # remembered: cheap
         if refusal:
@@ -253,9 +284,11 @@ def _primitive_vjp(wrt, fn, args, kwargs, receiver=()):
             f"{instead}register a rule for np.ndarray.{fn.__name__} (it is called with the array first)"
         )
     inputs = (*receiver, *args)
-    carries_rules = callable(value) and marked(value, "__adjoint_rrule__", None) is not None  # `adjoint.grad(f)`
-    container = isinstance(value, (tuple, list, dict)) or structs.is_struct(value)  # a namedtuple, a model
-    if pullback is None or not (is_differentiable(value) or container or carries_rules):
+    if pullback is None or not (
+        is_differentiable(value)
+        or isinstance(value, (tuple, list, dict)) or structs.is_struct(value)  # a namedtuple, a model
+        or callable(value) and marked(value, "__adjoint_rrule__", None) is not None  # `adjoint.grad(f)`
+    ):
         pullback = no_cotangents(len(inputs))  # an integer result (`dtype=int`) has no gradient
     return value, zeros_for_none(pullback, inputs, wrt)
 
@@ -295,11 +328,16 @@ def zeros_for_none(pullback, args, wrt):
     (array([1., 1.]), None, array([0., 0.]))
     """
 
+    count = len(args)
+
     def zero_filled_pullback(g):
-        cotangents = registry.padded(pullback(g), len(args))
-        return tuple(
-            _zero(args[i]) if c is None and i in wrt else c for i, c in enumerate(cotangents)
-        )
+        cotangents = pullback(g)
+        if type(cotangents) is not tuple or len(cotangents) != count:
+            cotangents = registry.padded(cotangents, count)
+        for i in wrt:
+            if type(i) is int and i < count and cotangents[i] is None:
+                return tuple(_zero(args[i]) if c is None and i in wrt else c for i, c in enumerate(cotangents))
+        return cotangents  # (a rule's full tuple, as it is: the common case)
 
     return zero_filled_pullback
 

@@ -38,15 +38,18 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     >>> fn_bar["w"], x_bar
     (array([1., 1.]), array([2., 3.]))
     """
-    from . import vjp, _transform_hook, zeros_for_none  # noqa: PLC0415  (the package imports this module)
-
-    bound = isinstance(fn, types.MethodType)  # its function's rules take the receiver first: below
-    staged = None if bound else marked(fn, "__adjoint_vjp__", None)
+    vjp, zeros_for_none = runtime.vjp, runtime.zeros_for_none
+    # a bound method's function's rules take the receiver first (below); most callables carry no
+    # marks at all, which two `getattr`s tell without asking `marked` whether a mark is meant
+    marks = not isinstance(fn, types.MethodType) and (
+        getattr(fn, "__adjoint_vjp__", None) is not None or getattr(fn, "__adjoint_rrule__", None) is not None
+    )
+    staged = marked(fn, "__adjoint_vjp__", None) if marks else None
     if staged is not None:  # a checkpointed function (`adjoint.checkpoint`): the closure's cotangent first
         return staged(tuple(i - 1 for i in wrt if i > 0), 0 in wrt, args, kwargs) if 0 in wrt else _no_closure(
             staged(tuple(i - 1 for i in wrt if i > 0), False, args, kwargs)
         )
-    special = None if bound else marked(fn, "__adjoint_rrule__", None)
+    special = marked(fn, "__adjoint_rrule__", None) if marks else None
     if special is not None:  # a gradient made by adjoint (of a function that may close over floats)
         value, pullback = special(*args, closure=0 in wrt, **kwargs)
         arg_wrt = tuple(i - 1 for i in wrt if i > 0)
@@ -71,13 +74,13 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
         call = getattr(type(fn), "__call__", None)
         if isinstance(call, types.FunctionType):  # `layer(x)`: `__call__` with the layer first
             return vjp(wrt, call, fn, *args, **kwargs)
-    arg_wrt = tuple(i - 1 for i in wrt if i > 0)
+    arg_wrt = argument_positions(wrt)
     captured = _captured_names(fn) if 0 in wrt else []
     defaulted = _defaulted(fn, args, kwargs) if 0 in wrt else {}
     if not captured and not defaulted:
         value, pullback = vjp(arg_wrt, fn, *args, **kwargs)
-        return value, lambda g: (None, *pullback(g))
-    forward = _transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured), args)
+        return value, no_closure_pullback(pullback)
+    forward = runtime._transform_hook(fn, tuple(sorted(set(arg_wrt) | set(defaulted))) + tuple(captured), args)
     value, pullback = forward(*args, **kwargs)
     count = positional_count(fn, len(args))
 
@@ -94,9 +97,35 @@ def closure_vjp(wrt, fn, /, *args, **kwargs):
     return value, closure_pullback
 
 
+def argument_positions(wrt) -> tuple:
+    """The positions among the arguments of a call's `wrt` that numbers the callable (or the
+    receiver) 0 and the arguments from 1, as `closure_vjp` and `method_vjp` take it.
+
+    >>> argument_positions((0, 2, 3))
+    (1, 2)
+    """
+    positions = _argument_positions.get(wrt)
+    if positions is None:  # (a generated call's `wrt` is a constant: a few of them per program)
+        positions = _argument_positions[wrt] = tuple(i - 1 for i in wrt if i > 0)
+    return positions
+
+
+_argument_positions: dict[tuple, tuple] = {}
+
+
 def _no_closure(value_and_pullback):
     value, pullback = value_and_pullback
-    return value, lambda g: (None, *pullback(g))
+    return value, no_closure_pullback(pullback)
+
+
+def no_closure_pullback(pullback):
+    """`pullback` with a `None` first: the cotangent of a callable that holds no gradient (a
+    function closing over nothing differentiable, `np.tanh`), or of a receiver that gets none."""
+
+    def receiver_free_pullback(g):
+        return (None, *pullback(g))
+
+    return receiver_free_pullback
 
 
 def _bound_parts(cotangents, count):
@@ -131,8 +160,7 @@ def star_vjp(wrt, fn, parts, spread, mapping, /, **named):
     >>> value, back(1.0)
     (24.0, (12.0, [8.0], {'c': 6.0}))
     """
-    from . import vjp  # noqa: PLC0415
-
+    vjp = runtime.vjp
     args, sizes, active = [], [], []
     for index, part in enumerate(parts):
         items = list(part) if index in spread else [part]
@@ -194,8 +222,6 @@ def _constructed(cls, args, keywords):
 def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
     """`fn(*args, **keywords)` differentiated also with respect to its `**kwargs` parameter,
     whose cotangent (a dict) its pullback returns after the arguments'."""
-    from . import _transform_hook  # noqa: PLC0415
-
     function = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if marked(function, "__adjoint_checkpoint_of__", None) is not None:
         raise RuleError(
@@ -210,7 +236,7 @@ def _kwargs_vjp(fn, wrt, args, keywords, named, keys):
             "gradients yet; make them ordinary parameters"
         )
     bound = (fn.__self__,) if isinstance(fn, types.MethodType) else ()
-    forward = _transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",), (*bound, *args))
+    forward = runtime._transform_hook(function, tuple(i + len(bound) for i in wrt) + ("**",), (*bound, *args))
     value, pullback = forward(*bound, *args, **keywords, **named)
     count = positional_count(function, len(bound) + len(args))
 
@@ -375,4 +401,4 @@ def check_unshared(updated, others, name, other_names, where):
             )
 
 
-from .. import registry  # noqa: E402  (registry imports this package)
+from .. import registry, runtime  # noqa: E402  (registry imports this package; this package, this module)

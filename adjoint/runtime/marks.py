@@ -24,6 +24,8 @@ def marked(fn, name: str, default=None):
     ('rule', None)
     """
     value = getattr(fn, name, default)
+    if value is default:  # unmarked: what almost every call asks about
+        return value
     copied = value is not default and value is getattr(getattr(fn, "__wrapped__", None), name, _NONE)
     # a Python wrapper's code is what it means; a compiled one (`functools.lru_cache`) only calls
     python = isinstance(fn, types.FunctionType) or isinstance(getattr(type(fn), "__call__", None), types.FunctionType)

@@ -8,13 +8,15 @@ as a closure and its cotangent goes to that field.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 
 import numpy as np
 
-from .calls import _carries_gradient, closure_vjp
+from .calls import _carries_gradient, argument_positions, closure_vjp, no_closure_pullback
 from .cotangents import RuleError, zeros_like
+from .remembered import class_attribute
 from .structs import field_bar, is_namedtuple, is_struct
 
 
@@ -33,8 +35,7 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
     >>> back(2.0)
     (array([2., 2.]),)
     """
-    from . import vjp  # noqa: PLC0415
-
+    vjp = runtime.vjp
     if isinstance(receiver, (np.ndarray, np.generic)):
         return vjp(wrt, getattr(receiver, name), *args, **kwargs)
     if type(receiver) is dict and name in _DICT_METHODS:
@@ -43,17 +44,17 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
         method = getattr(receiver, name)
         if isinstance(method, types.MethodType) and isinstance(method.__func__, types.FunctionType):
             return vjp(wrt, method.__func__, method.__self__, *args, **kwargs)
-    if 0 in wrt and not (is_struct(receiver) or isinstance(receiver, (dict, list, tuple))) and not _carries_gradient(
+    struct = is_struct(receiver)
+    if 0 in wrt and not (struct or isinstance(receiver, (dict, list, tuple))) and not _carries_gradient(
         receiver
     ):  # a library's object holding no floats (`self.rng.normal(...)`): nothing flows into it
         wrt = tuple(i for i in wrt if i > 0)
-    if 0 in wrt and (is_struct(receiver) or is_namedtuple(receiver)):
-        attribute = inspect.getattr_static(type(receiver), name, None)
-        if name in getattr(receiver, "__dict__", ()) or not isinstance(
-            attribute, (types.FunctionType, staticmethod, classmethod)
-        ):  # a field holding something callable, or a property returning it
-            value, pullback = closure_vjp(wrt, getattr(receiver, name), *args, **kwargs)
-            return value, lambda g: _into_field(pullback(g), receiver, name)
+    if 0 in wrt and (struct or is_namedtuple(receiver)):
+        if name in getattr(receiver, "__dict__", ()):  # a field holding something callable
+            return _field_call(wrt, receiver, name, args, kwargs)
+        attribute = class_attribute(type(receiver), name)
+        if not isinstance(attribute, (types.FunctionType, staticmethod, classmethod)):  # a property returning it
+            return _field_call(wrt, receiver, name, args, kwargs)
         if isinstance(attribute, types.FunctionType):
             return vjp(wrt, attribute, receiver, *args, **kwargs)
         wrt = tuple(i for i in wrt if i > 0)  # a static or class method: the receiver is not an input
@@ -67,7 +68,39 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
             "is called, and adjoint cannot follow it there: call a function on its items instead"
         )
     value, pullback = vjp(tuple(i - 1 for i in wrt), getattr(receiver, name), *args, **kwargs)
-    return value, lambda g: (None, *pullback(g))
+    return value, no_closure_pullback(pullback)
+
+
+def _field_call(wrt, receiver, name, args, kwargs):
+    """`receiver.name(*args, **kwargs)` where `receiver.name` is a field's value (or a
+    property's) that is called: as a closure, whose cotangent goes to that field. A library's
+    callable there (`np.tanh`) holds no gradient: its rule is called directly, and the receiver
+    gets none from it."""
+    field = getattr(receiver, name)
+    if _holds_no_gradient(field):
+        value, pullback = runtime.vjp(argument_positions(wrt), field, *args, **kwargs)
+        return value, no_closure_pullback(pullback)
+    value, pullback = closure_vjp(wrt, field, *args, **kwargs)
+
+    def field_call_pullback(g):
+        cotangents = pullback(g)
+        if type(cotangents) is tuple and cotangents[0] is None:  # nothing for the field: as it is
+            return cotangents
+        return _into_field(cotangents, receiver, name)
+
+    return value, field_call_pullback
+
+
+def _holds_no_gradient(fn) -> bool:
+    """Whether `closure_vjp` would give the callable `fn` no cotangent whatever it is called
+    with: it is none of a Python function, a bound method, a partial or an object with a Python
+    `__call__`, and carries no marks of adjoint's (`adjoint.grad(f)` behind a C wrapper)."""
+    return not (
+        isinstance(fn, (types.FunctionType, types.MethodType, functools.partial))
+        or isinstance(getattr(type(fn), "__call__", None), types.FunctionType)
+        or getattr(fn, "__adjoint_vjp__", None) is not None
+        or getattr(fn, "__adjoint_rrule__", None) is not None
+    )
 
 
 def method_function(receiver, name):
@@ -142,3 +175,6 @@ def _dict_keys(d):
 
 
 _DICT_METHODS = {"get": _dict_get, "values": _dict_values, "items": _dict_items, "keys": _dict_keys}
+
+
+from .. import runtime  # noqa: E402  (the package imports this module)

@@ -11,15 +11,16 @@ Before:  y = m.W                      After (pullback):  m_bar = adj.field_bar(y
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
-import inspect
 import numbers
 import types
 
 import numpy as np
 
 from .cotangents import add, zeros_like
+from .remembered import ByIdentity, class_attribute
 
 
 class Tangent:
@@ -43,8 +44,8 @@ class Tangent:
     __slots__ = ("_Tangent__type", "_Tangent__fields")
 
     def __init__(self, primal_type, fields=None, /, **named):
-        object.__setattr__(self, "_Tangent__type", primal_type)
-        object.__setattr__(self, "_Tangent__fields", {**(fields or {}), **named})
+        _set_type(self, primal_type)
+        _set_fields(self, {**(fields or {}), **named})
 
     def __getattr__(self, name):
         fields = object.__getattribute__(self, "_Tangent__fields")
@@ -86,8 +87,30 @@ class Tangent:
         """Field by field, a field absent from one side counting as zero (`cotangents.add`)."""
         if not isinstance(other, Tangent):
             return NotImplemented
-        mine, theirs = self.__fields, tangent_fields(other)
-        return Tangent(self.__type, {name: add(mine.get(name), theirs.get(name)) for name in {**mine, **theirs}})
+        fields = dict(self.__fields)
+        for name, part in tangent_fields(other).items():
+            fields[name] = add(fields.get(name), part)
+        return owning(self.__type, fields)
+
+
+# The slots' own setters (`__setattr__` is the user's: `g.W = ...` sets a field)
+_set_type, _set_fields = Tangent._Tangent__type.__set__, Tangent._Tangent__fields.__set__
+
+
+def owning(primal_type, fields: dict) -> Tangent:
+    """A `Tangent` that takes `fields` as its own (the caller made the dict and lets go of it):
+    what the runtime's helpers make, at half the cost of the constructor's copy.
+
+    >>> owning(dict, {"W": 1.0})
+    Tangent[dict](W=1.0)
+    """
+    tangent = _new(Tangent)
+    _set_type(tangent, primal_type)
+    _set_fields(tangent, fields)
+    return tangent
+
+
+_new = object.__new__
 
 
 def _each_leaf(value, op):
@@ -95,7 +118,7 @@ def _each_leaf(value, op):
     if value is None:
         return None
     if isinstance(value, Tangent):
-        return Tangent(tangent_type(value), {k: _each_leaf(v, op) for k, v in tangent_fields(value).items()})
+        return owning(tangent_type(value), {k: _each_leaf(v, op) for k, v in tangent_fields(value).items()})
     if isinstance(value, dict):
         return {k: _each_leaf(v, op) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -153,9 +176,22 @@ def is_struct(value) -> bool:
     >>> is_struct(Layer(np.ones(2))), is_struct(np.ones(2)), is_struct({"W": 1.0})
     (True, False, False)
     """
-    if isinstance(value, _NOT_STRUCTS) or type(value).__module__.split(".")[0] in ("builtins", "numpy"):
-        return False
-    return dataclasses.is_dataclass(value) or hasattr(value, "__dict__") or bool(_slot_names(type(value)))
+    kind = type(value)
+    entry = _struct_classes.entries.get(id(kind))  # (`_struct_classes.get(kind)`, without its call)
+    if entry is not None and entry[0]() is kind and entry[1][1] == abc.get_cache_token():
+        return entry[1][0]
+    if isinstance(value, _NOT_STRUCTS) or kind.__module__.split(".")[0] in ("builtins", "numpy"):
+        answer = False
+    else:
+        answer = dataclasses.is_dataclass(value) or hasattr(value, "__dict__") or bool(_slot_names(kind))
+    if kind.__getattribute__ is object.__getattribute__ and not hasattr(kind, "__getattr__"):
+        # the answer is the class's (no attribute hook decides `__dict__` per object); until an
+        # ABC learns of a new virtual subclass (`numbers.Number.register`), which bumps the token
+        _struct_classes[kind] = (answer, abc.get_cache_token())
+    return answer
+
+
+_struct_classes = ByIdentity()  # class -> (whether its objects are structs, `abc`'s cache token then)
 
 
 def fields_of(obj) -> dict:
@@ -179,13 +215,18 @@ def fields_of(obj) -> dict:
     return fields
 
 
-@functools.lru_cache(maxsize=None)
 def _slot_names(cls) -> tuple:
-    names = []
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else [s for s in slots if s not in ("__dict__", "__weakref__")]
-    return tuple(names)
+    names = _slots.get(cls)
+    if names is None:
+        names = []
+        for klass in cls.__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            names += [slots] if isinstance(slots, str) else [s for s in slots if s not in ("__dict__", "__weakref__")]
+        _slots[cls] = names = tuple(names)
+    return names
+
+
+_slots = ByIdentity()  # class -> the slot names of its classes (fixed when a class is made)
 
 
 # ---- cotangents of field reads ---------------------------------------------------------------
@@ -207,12 +248,16 @@ def field_bar(g, obj, name):
     """
     if g is None:
         return None
+    instance = getattr(obj, "__dict__", None)
+    if instance is not None and name in instance and getattr(type(obj), name, _MISSING) is _MISSING:
+        # an instance field that no class attribute shadows or describes: the common read
+        value = instance[name]
+        if isinstance(value, types.MethodType) and value.__self__ is obj:
+            return g
+        return owning(type(obj), {name: g})
     kind = _attribute_kind(type(obj), name)
     if isinstance(kind, types.FunctionType):  # a property's getter computed the value from the object
-        from . import vjp  # noqa: PLC0415  (the package imports this module)
-
-        return vjp((0,), kind, obj)[1](g)[0]
-    instance = getattr(obj, "__dict__", None)
+        return runtime.vjp((0,), kind, obj)[1](g)[0]
     if instance is not None and name in instance:  # an instance field, whatever the class holds
         value = instance[name]
         if isinstance(value, types.MethodType) and value.__self__ is obj:
@@ -221,17 +266,17 @@ def field_bar(g, obj, name):
         return g
     if is_namedtuple(obj):
         return type(obj)._make(g if field == name else None for field in type(obj)._fields)
-    return Tangent(type(obj), {name: g})
+    return owning(type(obj), {name: g})
 
 
 _METHOD = "method"
+_MISSING = object()
 
 
-@functools.lru_cache(maxsize=None)
 def _attribute_kind(cls, name):
     """What `name` is on the class `cls`: `_METHOD`, a property's getter function, or None
     (a field, a slot, or a class attribute: its entry stays, see `field_bar`)."""
-    attribute = inspect.getattr_static(cls, name, None)
+    attribute = class_attribute(cls, name)
     if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)):
         return _METHOD
     if isinstance(attribute, property) and isinstance(attribute.fget, types.FunctionType):
@@ -257,3 +302,6 @@ def item_bar(g, key, value):
     else:
         part = None
     return zeros_like(value) if part is None else part
+
+
+from .. import runtime  # noqa: E402  (the package imports this module)

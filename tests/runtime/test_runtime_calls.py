@@ -294,3 +294,78 @@ def test_helpers_give_the_gradients_check_grad_agrees_with():
     for helper in ("closure_vjp", "method_vjp", "star_vjp", "unconcat"):
         assert f"adj.{helper}(" in text, helper
     check_grad(through_every_helper, X, W)
+
+
+# ---- method_vjp: what it remembers about a class between calls ---------------------------------
+
+
+def make_scaler():
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        def apply(self, x):
+            return x * self.k
+
+    return Scaler
+
+
+def test_method_vjp_differentiates_a_method_monkeypatched_since():
+    Scaler = make_scaler()
+    scaler = Scaler(np.array([2.0, 3.0]))
+    k_bar = adj.method_vjp((0, 1), scaler, "apply", X)[1](np.ones(2))[0].k
+    np.testing.assert_allclose(k_bar, X)
+    Scaler.apply = lambda self, x: x * self.k * self.k
+    k_bar, x_bar = adj.method_vjp((0, 1), scaler, "apply", X)[1](np.ones(2))
+    np.testing.assert_allclose(k_bar.k, 2 * X * scaler.k)
+    np.testing.assert_allclose(x_bar, scaler.k ** 2)
+
+
+def test_method_vjp_calls_a_property_that_replaced_a_method_since():
+    Scaler = make_scaler()
+    scaler = Scaler(np.array([2.0, 3.0]))
+    adj.method_vjp((0, 1), scaler, "apply", X)
+    Scaler.apply = property(lambda self: np.tanh)
+    value, back = adj.method_vjp((0, 1), scaler, "apply", X)
+    np.testing.assert_allclose(value, np.tanh(X))
+    scaler_bar, x_bar = back(np.ones(2))
+    assert scaler_bar is None
+    np.testing.assert_allclose(x_bar, 1 - np.tanh(X) ** 2)
+
+
+class Times:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return x * self.w
+
+
+class Activated:
+    def __init__(self, activation, w):
+        self.activation, self.w = activation, w
+
+    def scaled(self, x):
+        return x * self.w
+
+
+@pytest.mark.parametrize("kind", ["ufunc", "closure", "bound method", "layer"])
+def test_method_vjp_of_a_field_holding_a_callable_sends_its_cotangent_to_the_field(kind):
+    inner = Activated(np.tanh, np.array([2.0, 0.5]))
+    activation = {
+        "ufunc": np.tanh, "closure": make_scaled(W, 1.0), "bound method": inner.scaled, "layer": Times(W),
+    }[kind]
+    holder = Activated(activation, None)
+    for _ in range(2):  # the second call is the remembered one
+        value, back = adj.method_vjp((0, 1), holder, "activation", X)
+        holder_bar, x_bar = back(np.ones(2))
+    np.testing.assert_allclose(value, activation(X))
+    if kind == "ufunc":
+        assert holder_bar is None
+        np.testing.assert_allclose(x_bar, 1 - np.tanh(X) ** 2)
+    elif kind == "closure":
+        np.testing.assert_allclose(holder_bar.activation["w"], X)
+    elif kind == "bound method":
+        np.testing.assert_allclose(holder_bar.activation.w, X)
+    else:
+        np.testing.assert_allclose(holder_bar.activation.w, X)

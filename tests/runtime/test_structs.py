@@ -451,3 +451,53 @@ def test_building_and_reading_a_namedtuple_in_differentiated_code():
         return p.x * p[1] + p.y
 
     assert adjoint.gradient(f, 2.0, 3.0) == (3.0, 3.0)
+
+
+# ---- what is remembered per class ---------------------------------------------------------------
+
+
+def test_a_class_registered_as_a_number_since_is_no_longer_a_struct():
+    import numbers
+
+    class Quantity:
+        def __init__(self, value):
+            self.value = value
+
+    assert is_struct(Quantity(1.0))
+    numbers.Number.register(Quantity)
+    assert not is_struct(Quantity(1.0))
+
+
+def test_an_object_whose_class_decides_its_dict_per_object_is_asked_each_time():
+    with_dicts = set()  # ids of the objects that say they have a `__dict__`
+
+    class Lazy:
+        __slots__ = ()
+
+        def __getattr__(self, name):
+            if name == "__dict__" and id(self) in with_dicts:
+                return {}
+            raise AttributeError(name)
+
+    with_dict, without = Lazy(), Lazy()
+    with_dicts.add(id(with_dict))
+    assert [is_struct(with_dict), is_struct(without), is_struct(with_dict)] == [True, False, True]
+
+
+def test_field_bar_of_an_instance_field_then_of_a_property_defined_over_it_since():
+    class Holder:
+        def __init__(self, W):
+            self.W = W
+
+    holder = Holder(np.array([1.0, 2.0]))
+    assert tangent_fields(field_bar(1.0, holder, "W")) == {"W": 1.0}
+    Holder.W = property(lambda self: self.V * 3.0)  # (the instance entry `W` is now hidden)
+    holder.V = np.array([1.0, 2.0])
+    np.testing.assert_allclose(field_bar(np.ones(2), holder, "W").V, [3.0, 3.0])
+
+
+def test_field_bar_of_a_field_holding_the_objects_own_bound_method_is_the_methods_cotangent():
+    model = Model(W, B)
+    model.fn = model.loss
+    g = Tangent(Model, W=np.ones((2, 2)))
+    assert field_bar(g, model, "fn") is g
