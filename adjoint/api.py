@@ -318,8 +318,9 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
             _require_python_function(f)
             forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
             forwards.refuse_shared_updated_arguments(f, forward, args)
-            if freezings:
-                with _DIFFERENTIATED_CALL, trainable.pruning(trainable.pruned(freezings, args, wrt)):
+            pruned = trainable.pruned(freezings, args, wrt) if freezings else None
+            if pruned:
+                with _DIFFERENTIATED_CALL, trainable.pruning(pruned):
                     value, generated_pullback = forward(*args, **kwargs)
             else:
                 with _DIFFERENTIATED_CALL:

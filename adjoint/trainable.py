@@ -25,40 +25,65 @@ from __future__ import annotations
 import ast
 import contextlib
 import contextvars
-import dataclasses
-import functools
 
+from . import layouts
 from .errors import AdjointError
+from .layouts import layout_of
 from .runtime import is_differentiable
 from .runtime.structs import fields_of, is_namedtuple, is_struct
-from .tree import children, is_tree_with_floats, path_of
+from .tree import children, entries, is_tree_with_floats, path_of
 
 
 def frozen_fields(obj) -> frozenset:
     """The names of `obj`'s fields its class declares frozen (not trainable). A name in
     `__trainable__` that is not a field is refused: a typo would freeze everything else."""
     cls = type(obj)
-    declared = getattr(cls, "__trainable__", None)
-    metadata = _frozen_by_metadata(cls)
+    declared = getattr(cls, "__trainable__", None)  # read on every call: a class may be given one later
+    layout = layout_of(cls)
     if declared is None:
-        return metadata
+        return layout.metadata_frozen
     declared = (declared,) if isinstance(declared, str) else tuple(declared)
-    fields = fields_of(obj)
+    fields = layouts.fields(obj, layout) if layout.kind in _OBJECTS else fields_of(obj)
     unknown = [name for name in declared if name not in fields]
     if unknown:
         raise AdjointError(
             f"`{cls.__qualname__}.__trainable__` names {', '.join(map(repr, unknown))}, which "
             f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of the object (its fields: {', '.join(fields)})"
         )
-    return frozenset(set(fields) - set(declared)) | metadata
+    return frozenset(set(fields) - set(declared)) | layout.metadata_frozen
 
 
-@functools.lru_cache(maxsize=None)
-def _frozen_by_metadata(cls) -> frozenset:
-    """A dataclass's fields whose metadata says `trainable: False` (fixed when it is made)."""
-    if not dataclasses.is_dataclass(cls):
-        return frozenset()
-    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("trainable", True) is False)
+def declares_frozen(tree) -> bool:
+    """Whether an object in `tree` has a class that declares which of its fields are trainable
+    (`__trainable__`) or frozen (dataclass metadata): if not, and no `freeze=` paths are
+    given, nothing in `tree` is frozen. Found without walking past the first.
+
+    >>> import numpy as np
+    >>> class Norm:
+    ...     __trainable__ = ("scale",)
+    ...     def __init__(self):
+    ...         self.scale, self.eps = np.ones(2), np.ones(2)
+    >>> declares_frozen({"norm": Norm()}), declares_frozen({"W": np.ones(2)})
+    (True, False)
+    """
+    seen, walk = set(), [tree]  # a stack, not recursion: a linked list may be deep
+    while walk:
+        node = walk.pop()
+        layout = layout_of(type(node))
+        kind = layout.kind
+        if kind in _OBJECTS or kind is layouts.GENERIC and is_struct(node):
+            if layout.metadata_frozen or getattr(type(node), "__trainable__", None) is not None:
+                return True
+        elif kind in _NO_CHILDREN:
+            continue
+        if id(node) not in seen:
+            seen.add(id(node))
+            walk.extend(child for _, child in entries(node, layout))
+    return False
+
+
+_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
+_NO_CHILDREN = frozenset({layouts.FLOAT, layouts.ARRAY, layouts.LEAF})
 
 
 def parse_path(text: str) -> list:
@@ -99,6 +124,9 @@ class Freezing:
 
     def __init__(self, argument, freeze=()):
         self.paths: set[str] = set()
+        self.frozen_ids, self._open_ids, self._argument = set(), None, argument
+        if not freeze and not declares_frozen(argument):  # the common case: nothing is frozen
+            return
         user = {self._resolve(argument, text) for text in freeze}
         frozen_ids, open_ids = set(), set()
         stack = [(argument, "", False)]
@@ -118,11 +146,35 @@ class Freezing:
                     self.paths.add(child_path)
                 stack.append((value, child_path, child_frozen))
         self.paths |= {p for p in user if p}
-        self.frozen_ids, self.open_ids = frozen_ids, open_ids
+        self.frozen_ids, self._open_ids = frozen_ids, open_ids
+
+    @classmethod
+    def unfrozen(cls, argument) -> Freezing:
+        """The `Freezing` of `argument` where the caller knows that nothing in it is frozen (no
+        paths given, no class declaring fields frozen: a plan says so, see `adjoint.plans`)."""
+        freezing = cls.__new__(cls)
+        freezing.paths, freezing.frozen_ids, freezing._open_ids, freezing._argument = set(), set(), None, argument
+        return freezing
+
+    @property
+    def open_ids(self) -> set:
+        """The ids reachable through paths that are not frozen (all of them, where nothing is
+        frozen: then found only when asked)."""
+        if self._open_ids is None:
+            self._open_ids = {id(self._argument)}
+            tree_walk = [self._argument]
+            while tree_walk:
+                for _, child in children(tree_walk.pop()):
+                    if id(child) not in self._open_ids:
+                        self._open_ids.add(id(child))
+                        tree_walk.append(child)
+        return self._open_ids
 
     @property
     def pruned(self) -> frozenset:
         """The ids reachable only through frozen paths of this argument (see `pruned`)."""
+        if not self.frozen_ids:
+            return frozenset()
         return frozenset(self.frozen_ids - self.open_ids)
 
     @staticmethod
@@ -232,6 +284,8 @@ def pruned(freezings, args, wrt) -> frozenset:
     differentiated argument: a weight tied to a trainable place, or passed as an argument
     itself, still needs its cotangent."""
     frozen = set().union(*(z.frozen_ids for z in freezings.values()))
+    if not frozen:  # nothing frozen: nothing to prune
+        return frozenset()
     reachable = set().union(*(z.open_ids for z in freezings.values())) | {id(args[i]) for i in wrt}
     return frozenset(frozen - reachable)
 

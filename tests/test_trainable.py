@@ -276,3 +276,58 @@ def test_freeze_names_paths_relative_to_each_argument_when_several_are_different
     np.testing.assert_allclose(gb["W"], [1.0, 1.0])
     with pytest.raises(AdjointError, match="freeze={0"):
         adjoint.grad(loss, wrt=(0, 1), freeze=["['W']"])(a, b)
+
+
+# ---- nothing frozen, told without the walk of ids ------------------------------------------------
+
+
+def test_declares_frozen_finds_a_declaring_class_anywhere_in_the_tree():
+    from adjoint.trainable import declares_frozen
+
+    assert not declares_frozen(Net(Plain(np.ones(2)), [Plain(np.ones(2))]))
+    assert declares_frozen({"layers": [Plain(np.ones(2)), Encoder(np.eye(2), np.eye(2))]})
+    assert declares_frozen([Norm(np.ones(2), np.ones(2))])  # by dataclass metadata
+    looped = []
+    looped.append(looped)
+    assert not declares_frozen(looped)
+
+
+def test_a_freezing_of_nothing_frozen_still_knows_what_is_open():
+    W = np.ones(2)
+    net = Net(Plain(W), [])
+    z = Freezing(net)
+    assert z.paths == set() and z.frozen_ids == set() and z.pruned == frozenset()
+    assert {id(net), id(net.encoder), id(W)} <= z.open_ids
+
+
+def test_a_class_given_trainable_between_calls_is_frozen_on_the_next_call():
+    class Layer:
+        def __init__(self, W, V):
+            self.W, self.V = W, V
+
+    layer = Layer(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    grad = adjoint.grad(lambda m: np.sum(m.W * m.V))
+    g = grad(layer)
+    np.testing.assert_allclose(g.V, [1.0, 2.0])
+    Layer.__trainable__ = ("W",)
+    assert grad(layer).V is None
+    Layer.__trainable__ = ("V",)
+    g = grad(layer)
+    assert g.W is None
+    np.testing.assert_allclose(g.V, [1.0, 2.0])
+    del Layer.__trainable__
+    np.testing.assert_allclose(grad(layer).W, [3.0, 4.0])
+
+
+def test_a_trainable_list_updated_in_place_between_calls_is_read_again():
+    class Layer:
+        __trainable__ = ["W", "V"]
+
+        def __init__(self, W, V):
+            self.W, self.V = W, V
+
+    layer = Layer(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    grad = adjoint.grad(lambda m: np.sum(m.W * m.V))
+    assert grad(layer).V is not None
+    Layer.__trainable__.remove("V")
+    assert grad(layer).V is None
