@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import arguments, derivatives, forwards, gradient_rules, implicit, registry, runtime, structure, trainable
+from . import arguments, derivatives, forwards, gradient_rules, implicit, plans, registry, runtime, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
 from .runtime import gradient_mode
@@ -307,9 +307,16 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
             "positional arguments"
         )
-    wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
+    # a model with nothing frozen in it has a plan for the edge's work (see `adjoint.plans`)
+    planned = plans.planned(args, positions) if not freeze and collector is None else {}
+    wrt = tuple(i for i in positions if i in planned or arguments.carries_gradient(args[i], i, f))
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
-    freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
+    if collector is not None:
+        freezings = {}
+    elif planned and all(i in planned or runtime.is_differentiable(args[i]) for i in wrt):
+        freezings = {i: trainable.Freezing.unfrozen(args[i]) for i in planned}
+    else:
+        freezings = trainable.freezings(args, wrt, positions, freeze)
     try:
         if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
             with differentiating():
@@ -338,13 +345,16 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
                 raise
             for i in wrt if collector is not None else ():
                 collector.add(args[i], cotangents[i])
-            projected = [
-                None if i not in wrt
-                else arguments.project(args[i], cotangents[i]) if runtime.is_differentiable(args[i])
-                else structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ())
-                for i in range(len(args))
-            ]
-        return structure.unshared(projected, cotangent)
+        seen = structure.seed_roots(cotangent)  # each gradient shares memory with none before it
+        return tuple(
+            None if i not in wrt
+            else planned[i].gradient(args[i], cotangents[i], seen) if i in planned
+            else structure.unshare(arguments.project(args[i], cotangents[i]), seen) if runtime.is_differentiable(args[i])
+            else structure.unshare(
+                structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ()), seen
+            )
+            for i in range(len(args))
+        )
 
     return value, back
 

@@ -1,0 +1,345 @@
+"""Plans: the API's edge for a model argument, as straight-line code per shape of model.
+
+A gradient with respect to a model asks, on every call, the same questions of the same
+shape of tree: does it hold floats, does any of its classes declare frozen fields (then
+`trainable` works out the paths), and, once the pullback has run, what is the completed
+gradient (`structure`)? The general walks answer them node by node, with several calls
+per node. A `Plan` answers them for one shape of tree in two generated functions:
+
+- `matches(arg)`: whether `arg` still has that shape: the exact type of every node, the
+  keys of every object's `__dict__` and dict, the length of every list and tuple, which
+  arrays hold floats, and that no class in it has been given a `__trainable__`;
+- `complete(arg, cotangent, seen)`: its gradient, as `structure.structure(arg, cotangent)`
+  then `structure.unshare(..., seen)` would make it, or `Unplanned` for a cotangent of an
+  unusual kind (then the caller takes the general path).
+
+A plan is made only for trees of dicts, lists, tuples and objects whose fields are their
+instance `__dict__` (`layouts.OBJECT`, `layouts.DATACLASS`) down to floats, arrays and other
+leaves; with no cycle; and where no class declares trainable or frozen fields (so nothing is
+frozen: a call with `freeze=` takes the general path). Each root type keeps its last few
+plans in its `Layout` (so they go with it). Classes of the user's are named in the generated
+code by weak reference: a plan keeps no class alive, and once a class is collected no value
+matches it. A shape that keeps changing stops being planned (`_worth_planning`).
+
+For `Chain(Dense(W1, b1), Dense(W2, b2, identity))` (`examples/train.py`), `matches` begins:
+
+    def matches(v0):
+        if type(v0) is not R0():  # Chain
+            return False
+        if getattr(type(v0), '__trainable__', None) is not None:
+            return False
+        d0 = v0.__dict__
+        if tuple(d0) != ('layers',):
+            return False
+        v1 = d0['layers']
+        if type(v1) is not list or len(v1) != 2:
+            return False
+        ...
+
+and `complete` reads the same nodes with their cotangents, calling `leaf` (project and
+unshare) for each float leaf and building `Tangent(type(v2), {'W': g3, ...})` for each object.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import layouts, structure, tree
+from .layouts import layout_of
+from .runtime import structs
+from .runtime.structs import Tangent
+
+
+class Unplanned(Exception):
+    """A cotangent the plan's code does not complete: take the general path."""
+
+
+class Plan:
+    """The generated `matches` and `complete` of one shape of tree (see the module)."""
+
+    __slots__ = ("matches", "complete", "source")
+
+    def __init__(self, matches, complete, source):
+        self.matches, self.complete, self.source = matches, complete, source
+
+    def gradient(self, arg, cotangent, seen):
+        """The gradient of `arg` for its cotangent from generated code, completed and sharing
+        memory with no array whose root is in `seen` (`structure.unshare`): by the plan where
+        `arg` still has its shape, else by the general path."""
+        if self.matches(arg):  # again: the forward pass may have changed the model
+            before = set(seen)
+            try:
+                return self.complete(arg, cotangent, seen)
+            except Unplanned:
+                seen.clear()
+                seen.update(before)
+        return structure.unshare(structure.structure(arg, cotangent), seen)
+
+
+def planned(args, positions) -> dict:
+    """The plans of the container and object arguments among `args` at `positions`, by
+    position, where they have one (see `plan_for`)."""
+    found = {}
+    for i in positions:
+        kind = type(args[i])
+        if kind is not _NDARRAY and kind is not float:  # the usual leaves, told at once
+            plan = plan_for(args[i])
+            if plan is not None:
+                found[i] = plan
+    return found
+
+
+def plan_for(arg) -> Plan | None:
+    """The plan for `arg`'s shape of tree: one made before, or a new one; None where `arg`
+    cannot have one (see the module), or its shape keeps changing.
+
+    >>> import numpy as np
+    >>> class Layer:
+    ...     def __init__(self, W, n):
+    ...         self.W, self.n = W, n
+    >>> plan = plan_for(Layer(np.ones(2), 3))
+    >>> plan.matches(Layer(np.zeros(2), 4)), plan.matches(Layer(np.zeros(2), "4"))
+    (True, False)
+    >>> plan.complete(Layer(np.ones(2), 3), None, set())
+    Tangent[Layer](W=array([0., 0.]), n=None)
+    """
+    layout = layout_of(type(arg))
+    if layout.kind not in _ROOTS:
+        return None
+    layout.plan_calls += 1
+    for plan in layout.plans:
+        if plan.matches(arg):
+            return plan
+    if not _worth_planning(layout):
+        return None
+    layout.plan_builds += 1
+    plan = _Builder().plan(arg)
+    if plan is not None:
+        layout.plans = (plan, *layout.plans[: _KEPT - 1])  # replaced whole: other threads read it
+    return plan
+
+
+_ROOTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.DICT, layouts.LIST, layouts.TUPLE})
+_NDARRAY = np.ndarray
+_KEPT = 4  # plans kept per root type: a few shapes of model per class, in turn
+
+
+def _worth_planning(layout) -> bool:
+    """Whether to make a plan for a tree rooted at this type: not once plans have been made
+    for more than one call in eight (after the first few), where shapes keep changing."""
+    return layout.plan_builds < 8 or layout.plan_builds * 8 < layout.plan_calls
+
+
+# ---- what the generated code calls --------------------------------------------------------------
+
+_NO_ENTRIES: dict = {}
+
+
+def _fields_given(cotangent) -> dict:
+    """The field cotangents in an object's cotangent: a `Tangent`'s, or none for None."""
+    if cotangent is None:
+        return _NO_ENTRIES
+    if type(cotangent) is Tangent:
+        return structs.tangent_fields(cotangent)
+    raise Unplanned
+
+
+def _entries_given(cotangent) -> dict:
+    """The entries of a dict's cotangent: a dict, or none for None."""
+    if cotangent is None:
+        return _NO_ENTRIES
+    if type(cotangent) is dict:
+        return cotangent
+    raise Unplanned
+
+
+def _items_given(cotangent, count):
+    """The `count` item cotangents of a list's or tuple's cotangent (a list or tuple, absent
+    items None, as `tree.child` reads them), or `count` Nones for None."""
+    if cotangent is None:
+        return (None,) * count
+    if type(cotangent) is list or type(cotangent) is tuple:
+        return cotangent if len(cotangent) >= count else (*cotangent, *(None,) * (count - len(cotangent)))
+    raise Unplanned
+
+
+_HELPERS = {
+    "fields_given": _fields_given,
+    "entries_given": _entries_given,
+    "items_given": _items_given,
+    "leaf": structure.leaf_gradient,
+    "refuse_stray": structure.refuse_stray_fields,
+    "refuse_function": structure.refuse_gradient_into_function,
+    "Tangent": Tangent,
+    "ndarray": np.ndarray,
+}
+
+
+# ---- making a plan ------------------------------------------------------------------------------
+
+class _Builder:
+    """Writes one plan's two functions while walking a tree once, depth first in field order
+    (the order `structure` completes it in, so errors and `unshare` come out the same)."""
+
+    _MAX_NODES = 5000  # a bigger model is walked by the general path (compiling the code costs)
+
+    def __init__(self):
+        self.checks, self.steps = [], []  # the bodies of `matches` and `complete`
+        self.namespace = dict(_HELPERS)
+        self.nodes = 0
+        self.classes: set[int] = set()  # ids of the classes whose `__trainable__` is checked
+        self.ancestors: set[int] = set()
+        self.types: dict[int, str] = {}  # id of a type -> how the code names it
+        self.variables = 0
+
+    def plan(self, arg) -> Plan | None:
+        try:
+            result = self._node(arg, "v0", "c0", "")
+        except _Ineligible:
+            return None
+        if result is None:  # no float leaf: no gradient to complete
+            return None
+        source = (
+            "def matches(v0):\n" + "".join(f"    {line}\n" for line in self.checks) + "    return True\n\n"
+            "def complete(v0, c0, seen):\n" + "".join(f"    {line}\n" for line in self.steps)
+            + f"    return {result}\n"
+        )
+        exec(compile(source, "<adjoint plan>", "exec"), self.namespace)  # noqa: S102  (our own code)
+        return Plan(self.namespace["matches"], self.namespace["complete"], source)
+
+    def _node(self, value, var, cot, path):
+        """Write the checks and steps for the node `value`, read into `var` (its cotangent
+        into `cot`); return the expression of its gradient, or None where it is None."""
+        self.nodes += 1
+        if self.nodes > self._MAX_NODES:
+            raise _Ineligible
+        layout = layout_of(type(value))
+        kind = layout.kind
+        if kind is layouts.FLOAT or kind is layouts.ARRAY or kind is layouts.LEAF:
+            return self._leaf(value, var, cot, path, layout)
+        if id(value) in self.ancestors:  # a cycle: `structure` completes those
+            raise _Ineligible
+        self.ancestors.add(id(value))
+        try:
+            if kind is layouts.OBJECT or kind is layouts.DATACLASS:
+                return self._object(value, var, cot, path, layout)
+            if kind is layouts.LIST or kind is layouts.TUPLE:
+                return self._sequence(value, var, cot, path)
+            if kind is layouts.DICT:
+                return self._dict(value, var, cot, path)
+            raise _Ineligible
+        finally:
+            self.ancestors.discard(id(value))
+
+    def _leaf(self, value, var, cot, path, layout):
+        kind = type(value)
+        if value is None:
+            self.checks += [f"if {var} is not None:", "    return False"]
+        elif layout.kind is layouts.ARRAY:
+            floats = layouts.is_differentiable(value, layout)
+            self.checks += [f"if type({var}) is not {self._type(kind)} or {var}.dtype.kind {'not in' if floats else 'in'} 'fc':",
+                            "    return False"]
+        else:
+            self.checks += [f"if type({var}) is not {self._type(kind)}:", "    return False"]
+        if layouts.is_differentiable(value, layout):
+            self.steps.append(f"g{var[1:]} = leaf({var}, {cot}, seen)")
+            return f"g{var[1:]}"
+        if callable(value):  # a stored function: a gradient reaching it is refused
+            self.steps += [f"if {cot} is not None:", f"    refuse_function({var}, {cot}, {path!r})"]
+        return None
+
+    def _object(self, value, var, cot, path, layout):
+        kind = type(value)
+        held = value.__dict__
+        if layouts.fields(value, layout) is not held or any(type(name) is not str for name in held):
+            raise _Ineligible
+        if layout.metadata_frozen or getattr(kind, "__trainable__", None) is not None:
+            raise _Ineligible  # frozen fields: `trainable` works out their paths
+        n = var[1:]
+        self.checks += [f"if type({var}) is not {self._type(kind)}:  # {kind.__qualname__}", "    return False"]
+        if id(kind) not in self.classes:  # given a `__trainable__` since: `trainable` asks again
+            self.classes.add(id(kind))
+            self.checks += [f"if getattr(type({var}), '__trainable__', None) is not None:", "    return False"]
+        self.checks += [f"d{n} = {var}.__dict__", f"if tuple(d{n}) != {tuple(held)!r}:", "    return False"]
+        if not held:  # no fields: a leaf to `structure`
+            if callable(value):
+                self.steps += [f"if {cot} is not None:", f"    refuse_function({var}, {cot}, {path!r})"]
+            return None
+        names = f"N{n}"
+        self.namespace[names] = frozenset(held)
+        self.steps += [
+            f"f{n} = fields_given({cot})",
+            f"if not f{n}.keys() <= {names}:",
+            f"    refuse_stray({var}, {cot}, {names})",
+            f"d{n} = {var}.__dict__",
+        ]
+        parts = {}
+        for name, child in held.items():
+            child_var = self._variable()
+            self.checks.append(f"{child_var} = d{n}[{name!r}]")
+            self.steps += [f"{child_var} = d{n}[{name!r}]", f"c{child_var[1:]} = f{n}.get({name!r})"]
+            parts[name] = self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, name))
+        if all(part is None for part in parts.values()):
+            return None
+        shown = ", ".join(f"{name!r}: {part}" for name, part in parts.items())
+        self.steps.append(f"g{n} = Tangent(type({var}), {{{shown}}})")
+        return f"g{n}"
+
+    def _sequence(self, value, var, cot, path):
+        kind, n = type(value), var[1:]
+        self.checks += [f"if type({var}) is not {kind.__name__} or len({var}) != {len(value)}:", "    return False"]
+        if not value:
+            return None
+        self.steps.append(f"s{n} = items_given({cot}, {len(value)})")
+        parts = []
+        for index, child in enumerate(value):
+            child_var = self._variable()
+            self.checks.append(f"{child_var} = {var}[{index}]")
+            self.steps += [f"{child_var} = {var}[{index}]", f"c{child_var[1:]} = s{n}[{index}]"]
+            parts.append(self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, index)))
+        if all(part is None for part in parts):
+            return None
+        shown = ", ".join(str(part) for part in parts)
+        self.steps.append(f"g{n} = [{shown}]" if kind is list else f"g{n} = ({shown},)")
+        return f"g{n}"
+
+    def _dict(self, value, var, cot, path):
+        n = var[1:]
+        if any(type(key) not in (str, int) for key in value):  # keys written into the code
+            raise _Ineligible
+        self.checks += [f"if type({var}) is not dict or tuple({var}) != {tuple(value)!r}:", "    return False"]
+        if not value:
+            return None
+        self.steps.append(f"e{n} = entries_given({cot})")
+        parts = {}
+        for key, child in value.items():
+            child_var = self._variable()
+            self.checks.append(f"{child_var} = {var}[{key!r}]")
+            self.steps += [f"{child_var} = {var}[{key!r}]", f"c{child_var[1:]} = e{n}.get({key!r})"]
+            parts[key] = self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, key))
+        if all(part is None for part in parts.values()):
+            return None
+        shown = ", ".join(f"{key!r}: {part}" for key, part in parts.items())
+        self.steps.append(f"g{n} = {{{shown}}}")
+        return f"g{n}"
+
+    def _variable(self) -> str:
+        self.variables += 1
+        return f"v{self.variables}"
+
+    def _type(self, kind) -> str:
+        """How the code names the type `kind`: Python's and NumPy's types by value, the
+        user's by weak reference (`R3()`: None once the class is gone)."""
+        if id(kind) not in self.types:
+            module = getattr(kind, "__module__", "") or ""
+            strong = module.split(".")[0] in ("builtins", "numpy")
+            name = f"{'T' if strong else 'R'}{len(self.types)}"
+            self.namespace[name] = kind if strong else weakref.ref(kind)
+            self.types[id(kind)] = name if strong else f"{name}()"
+        return self.types[id(kind)]
+
+
+class _Ineligible(Exception):
+    """The tree has something a plan does not cover (see the module)."""
