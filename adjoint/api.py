@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import arguments, derivatives, forwards, gradient_rules, implicit, plans, registry, runtime, structure, trainable
+from . import arguments, derivatives, forwards, gradient_rules, implicit, model_calls, registry, runtime, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
 from .runtime import gradient_mode
@@ -81,14 +81,14 @@ def grad(f, wrt=0, freeze=None):
     {'w': 3.0, 'b': None}
     """
     positions = _positions(wrt)
-    plain, one = _plain_calls(f, positions, freeze), isinstance(wrt, int)
+    plain, one, calls = _plain_calls(f, positions, freeze), isinstance(wrt, int), model_calls.ModelCalls()
 
     @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def gradient_of_f(*args, **kwargs):
         done = plain.gradient(f, args, kwargs) if plain is not None else None
         if done is not None:  # floats and arrays: the common case, kept cheap
             return done[0] if one else done
-        value, back = _pullback(f, args, kwargs, positions, freeze)
+        value, back = _pullback(f, args, kwargs, positions, freeze, calls=calls)
         cotangents = back(arguments.unit(value, f))
         return arguments.select(cotangents, wrt)
 
@@ -113,14 +113,14 @@ def value_and_grad(f, wrt=0, has_aux=False, freeze=None):
     (9.0, 'extra', array([6.]))
     """
     positions = _positions(wrt)
-    plain, one = _plain_calls(f, positions, freeze), isinstance(wrt, int)
+    plain, one, calls = _plain_calls(f, positions, freeze), isinstance(wrt, int), model_calls.ModelCalls()
 
     @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def value_and_gradient_of_f(*args, **kwargs):
         done = plain.gradients(f, args, kwargs, has_aux) if plain is not None else None
         if done is not None:  # floats and arrays: the common case, kept cheap
             return done[0], done[1][0] if one else done[1]
-        value, back = _pullback(f, args, kwargs, positions, freeze)
+        value, back = _pullback(f, args, kwargs, positions, freeze, calls=calls)
         if has_aux:
             cotangents = back((arguments.unit(arguments.loss_of(value, f), f), None))
         else:
@@ -293,7 +293,9 @@ def rrule(*primitives, sequences=False):
 
 # ---- the one path every entry point takes ------------------------------------------------------
 
-def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False):
+def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False, calls=None):
+    """`(value, back)` of `f(*args, **kwargs)` differentiated at `positions`; `calls`, if
+    given, the `model_calls.ModelCalls` of `f` (a gradient function's own)."""
     call = getattr(type(f), "__call__", None)
     if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
@@ -307,31 +309,31 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
             f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
             "positional arguments"
         )
-    # a model with nothing frozen in it has a plan for the edge's work (see `adjoint.plans`)
-    planned = plans.planned(args, positions) if not freeze and collector is None else {}
-    wrt = tuple(i for i in positions if i in planned or arguments.carries_gradient(args[i], i, f))
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
-    if collector is not None:
-        freezings = {}
-    elif planned and all(i in planned or runtime.is_differentiable(args[i]) for i in wrt):
-        freezings = {i: trainable.Freezing.unfrozen(args[i]) for i in planned}
-    else:
-        freezings = trainable.freezings(args, wrt, positions, freeze)
+    known = model_calls.differentiated(args, positions, freeze, f, implicit=collector is not None)
+    wrt = known.wrt
     try:
-        if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
-            with differentiating():
+        forward = calls.forward(f, known, args) if calls is not None and collector is None else None
+        if forward is None and (registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None):
+            with differentiating():  # a rule, or a derivative
                 value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
         else:
-            _require_python_function(f)
-            forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
-            forwards.refuse_shared_updated_arguments(f, forward, args)
-            pruned = trainable.pruned(freezings, args, wrt) if freezings else None
-            if pruned:
-                with _DIFFERENTIATED_CALL, trainable.pruning(pruned):
+            if forward is None:
+                version = registry.version  # before the look-up: a rule registered meanwhile is seen next time
+                _require_python_function(f)
+                forward = _forward(f, wrt, known.frozen, args)
+                forwards.refuse_shared_updated_arguments(f, forward, args)
+                if calls is not None and collector is None:
+                    calls.remember(f, known, args, forward, version)
+            if known.pruned:
+                with _DIFFERENTIATED_CALL, trainable.pruning(known.pruned):
                     value, generated_pullback = forward(*args, **kwargs)
             else:
-                with _DIFFERENTIATED_CALL:
+                gradient_mode.enter()  # not a `with`: cheaper, on every call
+                try:
                     value, generated_pullback = forward(*args, **kwargs)
+                finally:
+                    gradient_mode.leave()
     except BaseException as exc:  # a note naming your line, if generated code raised it (see `tracebacks`)
         annotate(exc)
         raise
@@ -345,16 +347,7 @@ def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False
                 raise
             for i in wrt if collector is not None else ():
                 collector.add(args[i], cotangents[i])
-        seen = structure.seed_roots(cotangent)  # each gradient shares memory with none before it
-        return tuple(
-            None if i not in wrt
-            else planned[i].gradient(args[i], cotangents[i], seen) if i in planned
-            else structure.unshare(arguments.project(args[i], cotangents[i]), seen) if runtime.is_differentiable(args[i])
-            else structure.unshare(
-                structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ()), seen
-            )
-            for i in range(len(args))
-        )
+            return known.gradients(args, cotangents, cotangent)
 
     return value, back
 
