@@ -8,10 +8,11 @@ per node. A `Plan` answers them for one shape of tree in two generated functions
 
 - `matches(arg)`: whether `arg` still has that shape: the exact type of every node, the
   keys of every object's `__dict__` and dict, the length of every list and tuple, which
-  arrays hold floats, and that no class in it has been given a `__trainable__`;
+  arrays hold floats, and that no class in it (nor a base) has been given a `__trainable__`;
 - `complete(arg, cotangent, seen)`: its gradient, as `structure.structure(arg, cotangent)`
-  then `structure.unshare(..., seen)` would make it, or `Unplanned` for a cotangent of an
-  unusual kind (then the caller takes the general path).
+  then `structure.unshare(..., seen)` would make it. It checks the shape again as it reads
+  the model (code the forward pass ran may have changed it), and raises `Unplanned` where
+  the model or the cotangent is not what it was made for (the caller takes the general path).
 
 A plan is made only for trees of dicts, lists, tuples and objects whose fields are their
 instance `__dict__` (`layouts.OBJECT`, `layouts.DATACLASS`) down to floats, arrays and other
@@ -24,20 +25,22 @@ matches it. A shape that keeps changing stops being planned (`_worth_planning`).
 For `Chain(Dense(W1, b1), Dense(W2, b2, identity))` (`examples/train.py`), `matches` begins:
 
     def matches(v0):
-        if type(v0) is not R0():  # Chain
+        if not (type(v0) is R0()):  # Chain
             return False
-        if getattr(type(v0), '__trainable__', None) is not None:
+        m0 = type(v0).__mro__
+        if not (len(m0) == 2 and '__trainable__' not in m0[0].__dict__):
             return False
         d0 = v0.__dict__
-        if tuple(d0) != ('layers',):
+        if not (tuple(d0) == ('layers',)):
             return False
         v1 = d0['layers']
-        if type(v1) is not list or len(v1) != 2:
+        if not (type(v1) is list and len(v1) == 2):
             return False
         ...
 
-and `complete` reads the same nodes with their cotangents, calling `leaf` (project and
-unshare) for each float leaf and building `Tangent(type(v2), {'W': g3, ...})` for each object.
+and `complete` reads and checks the same nodes, with their cotangents, calling `leaf` (project
+and unshare) for each float leaf and building `Tangent(type(v2), {'W': g3, ...})` for each
+object.
 """
 
 from __future__ import annotations
@@ -67,14 +70,14 @@ class Plan:
     def gradient(self, arg, cotangent, seen):
         """The gradient of `arg` for its cotangent from generated code, completed and sharing
         memory with no array whose root is in `seen` (`structure.unshare`): by the plan where
-        `arg` still has its shape, else by the general path."""
-        if self.matches(arg):  # again: the forward pass may have changed the model
-            before = set(seen)
-            try:
-                return self.complete(arg, cotangent, seen)
-            except Unplanned:
-                seen.clear()
-                seen.update(before)
+        `arg` still has its shape (`complete` checks it again as it reads it: the forward pass
+        may have run code that changed the model), else by the general path."""
+        before = set(seen)
+        try:
+            return self.complete(arg, cotangent, seen)
+        except Unplanned:
+            seen.clear()
+            seen.update(before)
         return structure.unshare(structure.structure(arg, cotangent), seen)
 
 
@@ -173,7 +176,7 @@ _HELPERS = {
     "refuse_stray": structure.refuse_stray_fields,
     "refuse_function": structure.refuse_gradient_into_function,
     "Tangent": Tangent,
-    "ndarray": np.ndarray,
+    "Unplanned": Unplanned,
 }
 
 
@@ -233,17 +236,26 @@ class _Builder:
         finally:
             self.ancestors.discard(id(value))
 
+    def _read(self, line):
+        """A line of both functions: reading a node."""
+        self.checks.append(line)
+        self.steps.append(line)
+
+    def _require(self, condition):
+        """A check in both functions: `matches` is false, `complete` gives up, unless `condition`."""
+        self.checks += [f"if not ({condition}):", "    return False"]
+        self.steps += [f"if not ({condition}):", "    raise Unplanned"]
+
     def _leaf(self, value, var, cot, path, layout):
         kind = type(value)
+        floats = layouts.is_differentiable(value, layout)
         if value is None:
-            self.checks += [f"if {var} is not None:", "    return False"]
+            self._require(f"{var} is None")
         elif layout.kind is layouts.ARRAY:
-            floats = layouts.is_differentiable(value, layout)
-            self.checks += [f"if type({var}) is not {self._type(kind)} or {var}.dtype.kind {'not in' if floats else 'in'} 'fc':",
-                            "    return False"]
+            self._require(f"type({var}) is {self._type(kind)} and {var}.dtype.kind {'in' if floats else 'not in'} 'fc'")
         else:
-            self.checks += [f"if type({var}) is not {self._type(kind)}:", "    return False"]
-        if layouts.is_differentiable(value, layout):
+            self._require(f"type({var}) is {self._type(kind)}")
+        if floats:
             self.steps.append(f"g{var[1:]} = leaf({var}, {cot}, seen)")
             return f"g{var[1:]}"
         if callable(value):  # a stored function: a gradient reaching it is refused
@@ -251,35 +263,33 @@ class _Builder:
         return None
 
     def _object(self, value, var, cot, path, layout):
-        kind = type(value)
-        held = value.__dict__
+        kind, held, n = type(value), value.__dict__, var[1:]
         if layouts.fields(value, layout) is not held or any(type(name) is not str for name in held):
             raise _Ineligible
-        if layout.metadata_frozen or getattr(kind, "__trainable__", None) is not None:
+        if layout.metadata_frozen or getattr(kind, "__trainable__", None) is not None or type(kind) is not type:
             raise _Ineligible  # frozen fields: `trainable` works out their paths
-        n = var[1:]
-        self.checks += [f"if type({var}) is not {self._type(kind)}:  # {kind.__qualname__}", "    return False"]
+        self._require(f"type({var}) is {self._type(kind)}")
+        self.checks[-2] += f"  # {kind.__qualname__}"
         if id(kind) not in self.classes:  # given a `__trainable__` since: `trainable` asks again
             self.classes.add(id(kind))
-            self.checks += [f"if getattr(type({var}), '__trainable__', None) is not None:", "    return False"]
-        self.checks += [f"d{n} = {var}.__dict__", f"if tuple(d{n}) != {tuple(held)!r}:", "    return False"]
+            self._read(f"m{n} = type({var}).__mro__")
+            bases = kind.__mro__[:-1]  # not `object`: it has none
+            self._require(" and ".join([f"len(m{n}) == {len(kind.__mro__)}"] + [
+                f"'__trainable__' not in m{n}[{i}].__dict__" for i in range(len(bases))
+            ]))
+        self._read(f"d{n} = {var}.__dict__")
+        self._require(f"tuple(d{n}) == {tuple(held)!r}")
         if not held:  # no fields: a leaf to `structure`
             if callable(value):
                 self.steps += [f"if {cot} is not None:", f"    refuse_function({var}, {cot}, {path!r})"]
             return None
-        names = f"N{n}"
-        self.namespace[names] = frozenset(held)
-        self.steps += [
-            f"f{n} = fields_given({cot})",
-            f"if not f{n}.keys() <= {names}:",
-            f"    refuse_stray({var}, {cot}, {names})",
-            f"d{n} = {var}.__dict__",
-        ]
+        self.namespace[f"N{n}"] = frozenset(held)
+        self.steps += [f"f{n} = fields_given({cot})", f"if not f{n}.keys() <= N{n}:", f"    refuse_stray({var}, {cot}, N{n})"]
         parts = {}
         for name, child in held.items():
             child_var = self._variable()
-            self.checks.append(f"{child_var} = d{n}[{name!r}]")
-            self.steps += [f"{child_var} = d{n}[{name!r}]", f"c{child_var[1:]} = f{n}.get({name!r})"]
+            self._read(f"{child_var} = d{n}[{name!r}]")
+            self.steps.append(f"c{child_var[1:]} = f{n}.get({name!r})")
             parts[name] = self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, name))
         if all(part is None for part in parts.values()):
             return None
@@ -289,15 +299,15 @@ class _Builder:
 
     def _sequence(self, value, var, cot, path):
         kind, n = type(value), var[1:]
-        self.checks += [f"if type({var}) is not {kind.__name__} or len({var}) != {len(value)}:", "    return False"]
+        self._require(f"type({var}) is {kind.__name__} and len({var}) == {len(value)}")
         if not value:
             return None
         self.steps.append(f"s{n} = items_given({cot}, {len(value)})")
         parts = []
         for index, child in enumerate(value):
             child_var = self._variable()
-            self.checks.append(f"{child_var} = {var}[{index}]")
-            self.steps += [f"{child_var} = {var}[{index}]", f"c{child_var[1:]} = s{n}[{index}]"]
+            self._read(f"{child_var} = {var}[{index}]")
+            self.steps.append(f"c{child_var[1:]} = s{n}[{index}]")
             parts.append(self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, index)))
         if all(part is None for part in parts):
             return None
@@ -309,15 +319,15 @@ class _Builder:
         n = var[1:]
         if any(type(key) not in (str, int) for key in value):  # keys written into the code
             raise _Ineligible
-        self.checks += [f"if type({var}) is not dict or tuple({var}) != {tuple(value)!r}:", "    return False"]
+        self._require(f"type({var}) is dict and tuple({var}) == {tuple(value)!r}")
         if not value:
             return None
         self.steps.append(f"e{n} = entries_given({cot})")
         parts = {}
         for key, child in value.items():
             child_var = self._variable()
-            self.checks.append(f"{child_var} = {var}[{key!r}]")
-            self.steps += [f"{child_var} = {var}[{key!r}]", f"c{child_var[1:]} = e{n}.get({key!r})"]
+            self._read(f"{child_var} = {var}[{key!r}]")
+            self.steps.append(f"c{child_var[1:]} = e{n}.get({key!r})")
             parts[key] = self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, key))
         if all(part is None for part in parts.values()):
             return None

@@ -265,3 +265,34 @@ def test_a_shape_that_keeps_changing_stops_being_planned():
     layout = layout_of(Growing)
     assert layout.plan_builds < 16 and len(layout.plans) <= plans._KEPT
     assert layout.kind is layouts.OBJECT
+
+
+def test_a_base_class_given_trainable_after_a_plan_was_made_no_longer_matches():
+    class Base:
+        pass
+
+    class Layer(Base):
+        def __init__(self):
+            self.W, self.V = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+
+    layer = Layer()
+    plan = _plan(layer)
+    assert plan.matches(layer)
+    grad = adjoint.grad(lambda m: np.sum(m.W * m.V))
+    np.testing.assert_allclose(grad(layer).V, [1.0, 2.0])
+    Base.__trainable__ = ("W",)  # inherited by Layer
+    assert not plan.matches(layer)
+    with pytest.raises(plans.Unplanned):
+        plan.complete(layer, None, set())
+    assert grad(layer).V is None
+
+
+def test_a_model_changed_after_its_first_leaves_were_completed_takes_the_general_path():
+    model = {"a": np.ones(2), "b": {"c": np.ones(2)}}
+    plan = _plan(model)
+    model["b"] = {"c": np.ones(2), "d": 1.5}  # the plan gives up after completing `a`
+    shared = np.array([3.0, 4.0])
+    seen = set()
+    g = plan.gradient(model, {"a": shared, "b": {"c": shared}}, seen)
+    assert g["a"] is shared and not np.shares_memory(g["a"], g["b"]["c"]) and g["b"]["d"] == 0.0
+    assert seen == {id(shared)}  # as the general path alone leaves it
