@@ -1,7 +1,9 @@
-"""The general path's work on a call's arguments, kept cheap for models (`api._pullback` is
-its user): which arguments carry gradients and what is frozen in them (`differentiated`), the
-gradients handed back once the pullback has run (`Differentiated.gradients`), and the generated
-forward function found for a kind of call (`ModelCalls`).
+"""The general path: what every entry point of the API runs for a call that is not plain
+(`forwards.PlainCalls` takes those): models and containers, rules, bound methods, partials,
+implicit parameters. `pullback` is it; the work on a call's arguments is kept cheap for models:
+which arguments carry gradients and what is frozen in them (`differentiated`), the gradients
+handed back once the pullback has run (`Differentiated.gradients`), and the generated forward
+function found for a kind of call (`ModelCalls`).
 
 A model argument with a plan (`adjoint.plans`) is told by its plan: it holds floats, nothing
 in it is frozen, and its gradient is completed by the plan's code. The other arguments are told
@@ -16,8 +18,115 @@ registered rules are those it was found with.
 
 from __future__ import annotations
 
-from . import arguments, plans, registry, runtime, structure, trainable
+import functools
+import types
+
+from . import arguments, forwards, implicit, plans, registry, runtime, structure, trainable
+from .errors import AdjointError
 from .forwards import python_floats
+from .runtime import gradient_mode
+from .runtime.gradient_mode import differentiated_call, differentiating
+from .runtime.marks import marked
+from .tracebacks import annotate
+
+
+def pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False, calls=None, seed=None):
+    """`(value, back)` of `f(*args, **kwargs)` differentiated at `positions`, `back` as
+    `adjoint.pullback` hands it out; `freeze` as `grad` takes it; `calls`, if given, the
+    `ModelCalls` of `f` (a gradient function's own). With `seed`, a
+    function of the value giving the cotangent to pull back (`grad`'s 1.0), `(value,
+    gradients)`: the pullback runs at once, in the same differentiated call as the forward pass
+    where nothing is pruned."""
+    call = getattr(type(f), "__call__", None)
+    if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
+        f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
+    if isinstance(f, (functools.partial, types.MethodType)) or _is_array_method(f):
+        value, back = _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters)
+        return (value, back) if seed is None else (value, back(seed(value)))
+    collector = implicit.collector() if implicit_parameters else None
+    if collector is not None:  # `gradient(model.loss, ps)`: the receiver may hold parameters
+        positions = collector.holding_positions(args, kwargs, _name(f))
+    if positions and max(positions) >= len(args):
+        raise AdjointError(
+            f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
+            "positional arguments"
+        )
+    # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
+    known = differentiated(args, positions, freeze, f, implicit=collector is not None)
+    wrt = known.wrt
+
+    def pulled_back(cotangent):  # the pullback and the gradients, inside a differentiated call
+        try:
+            cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+        except BaseException as exc:  # a note naming your line (this is the function `pullback` hands you)
+            annotate(exc)
+            raise
+        for i in wrt if collector is not None else ():
+            collector.add(args[i], cotangents[i])
+        return known.gradients(args, cotangents, cotangent)
+
+    def back(cotangent):
+        gradient_mode.enter()  # deep models are completed recursively too (not a `with`: cheaper)
+        try:
+            return pulled_back(cotangent)
+        finally:
+            gradient_mode.leave()
+
+    try:
+        forward = calls.forward(f, known, args) if calls is not None and collector is None else None
+        if forward is None and (registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None):
+            with differentiating():  # a rule, or a derivative
+                value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
+        else:
+            if forward is None:
+                version = registry.version  # before the look-up: a rule registered meanwhile is seen next time
+                _require_python_function(f)
+                forward = _forward(f, wrt, known.frozen, args)
+                forwards.refuse_shared_updated_arguments(f, forward, args)
+                if calls is not None and collector is None:
+                    calls.remember(f, known, args, forward, version)
+            if known.pruned:
+                with differentiated_call(), trainable.pruning(known.pruned):
+                    value, generated_pullback = forward(*args, **kwargs)
+            else:
+                gradient_mode.enter()  # not a `with`: cheaper, on every call
+                try:
+                    value, generated_pullback = forward(*args, **kwargs)
+                    if seed is not None:
+                        return value, pulled_back(seed(value))
+                finally:
+                    gradient_mode.leave()
+    except BaseException as exc:  # a note naming your line, if generated code raised it (see `tracebacks`)
+        annotate(exc)
+        raise
+    return (value, back) if seed is None else (value, back(seed(value)))
+
+
+def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
+    """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
+    their bound arguments prepended (constants: they get no cotangent)."""
+    if isinstance(f, functools.partial):
+        function, bound, kwargs = f.func, f.args, {**f.keywords, **kwargs}
+    else:
+        function, bound = registry.unbound(f), (f.__self__,)  # `model.loss`, `x.dot`
+    if isinstance(freeze, dict):
+        freeze = {p + len(bound): paths for p, paths in freeze.items()}
+    shifted = [p + len(bound) for p in positions]
+    value, back = pullback(function, bound + tuple(args), kwargs, shifted, freeze, implicit_parameters)
+    return value, lambda cotangent: back(cotangent)[len(bound) :]
+
+
+def _is_array_method(f) -> bool:
+    return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
+
+
+def _is_array_method(f) -> bool:
+    return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
+
+
+_name = arguments.name_of
+_forward = forwards.forward
+_require_python_function = forwards.require_python_function
 
 
 class Differentiated:
@@ -32,16 +141,19 @@ class Differentiated:
         each completed to mirror its argument and sharing memory with no other, nor with the
         caller's cotangent `seed`."""
         seen = structure.seed_roots(seed)
-        planned, freezings = self.planned, self.freezings
-        return tuple(
-            None if i not in self.wrt
-            else planned[i].gradient(args[i], cotangents[i], seen) if i in planned
-            else structure.unshare(arguments.project(args[i], cotangents[i]), seen) if runtime.is_differentiable(args[i])
-            else structure.unshare(
-                structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ()), seen
-            )
-            for i in range(len(args))
-        )
+        gradients = [None] * len(args)
+        for i in range(len(args)):  # in order: a gradient is copied where it shares memory with one before it
+            if i not in self.wrt:
+                continue
+            arg, cotangent = args[i], cotangents[i]
+            if i in self.planned:
+                gradients[i] = self.planned[i].gradient(arg, cotangent, seen)
+            elif runtime.is_differentiable(arg):
+                gradients[i] = structure.unshare(arguments.project(arg, cotangent), seen)
+            else:
+                frozen = frozenset(self.freezings[i].paths) if i in self.freezings else ()
+                gradients[i] = structure.unshare(structure.structure(arg, cotangent, frozen), seen)
+        return tuple(gradients)
 
 
 def differentiated(args, positions, freeze, f, implicit=False) -> Differentiated:

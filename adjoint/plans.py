@@ -177,6 +177,9 @@ _HELPERS = {
     "refuse_function": structure.refuse_gradient_into_function,
     "Tangent": Tangent,
     "Unplanned": Unplanned,
+    "tangent_fields": structs.tangent_fields,
+    "NO_ENTRIES": _NO_ENTRIES,
+    "ndarray": np.ndarray,
 }
 
 
@@ -255,6 +258,16 @@ class _Builder:
             self._require(f"type({var}) is {self._type(kind)} and {var}.dtype.kind {'in' if floats else 'not in'} 'fc'")
         else:
             self._require(f"type({var}) is {self._type(kind)}")
+        if floats and kind is np.ndarray:  # a weight: `leaf`'s common case written out
+            self.steps += [
+                f"if (type({cot}) is ndarray and {cot}.base is None and {cot}.dtype is {var}.dtype"
+                f" and {cot}.shape == {var}.shape and {cot}.flags.writeable and id({cot}) not in seen):",
+                f"    seen.add(id({cot}))",
+                f"    g{var[1:]} = {cot}",
+                "else:",
+                f"    g{var[1:]} = leaf({var}, {cot}, seen)",
+            ]
+            return f"g{var[1:]}"
         if floats:
             self.steps.append(f"g{var[1:]} = leaf({var}, {cot}, seen)")
             return f"g{var[1:]}"
@@ -284,7 +297,11 @@ class _Builder:
                 self.steps += [f"if {cot} is not None:", f"    refuse_function({var}, {cot}, {path!r})"]
             return None
         self.namespace[f"N{n}"] = frozenset(held)
-        self.steps += [f"f{n} = fields_given({cot})", f"if not f{n}.keys() <= N{n}:", f"    refuse_stray({var}, {cot}, N{n})"]
+        self.steps += [
+            f"f{n} = NO_ENTRIES if {cot} is None else tangent_fields({cot}) if type({cot}) is Tangent else fields_given({cot})",
+            f"if not f{n}.keys() <= N{n}:",
+            f"    refuse_stray({var}, {cot}, N{n})",
+        ]
         parts = {}
         for name, child in held.items():
             child_var = self._variable()
