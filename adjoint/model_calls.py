@@ -33,10 +33,9 @@ from .tracebacks import annotate
 def pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False, calls=None, seed=None):
     """`(value, back)` of `f(*args, **kwargs)` differentiated at `positions`, `back` as
     `adjoint.pullback` hands it out; `freeze` as `grad` takes it; `calls`, if given, the
-    `ModelCalls` of `f` (a gradient function's own). With `seed`, a
-    function of the value giving the cotangent to pull back (`grad`'s 1.0), `(value,
-    gradients)`: the pullback runs at once, in the same differentiated call as the forward pass
-    where nothing is pruned."""
+    `ModelCalls` of `f` (a gradient function's own). With `seed`, a function of the value giving
+    the cotangent to pull back (`grad`'s 1.0), it returns `(value, gradients)`: the pullback
+    runs at once, in the same differentiated call as the forward pass where nothing is pruned."""
     call = getattr(type(f), "__call__", None)
     if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
@@ -54,24 +53,6 @@ def pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False,
     # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
     known = differentiated(args, positions, freeze, f, implicit=collector is not None)
     wrt = known.wrt
-
-    def pulled_back(cotangent):  # the pullback and the gradients, inside a differentiated call
-        try:
-            cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
-        except BaseException as exc:  # a note naming your line (this is the function `pullback` hands you)
-            annotate(exc)
-            raise
-        for i in wrt if collector is not None else ():
-            collector.add(args[i], cotangents[i])
-        return known.gradients(args, cotangents, cotangent)
-
-    def back(cotangent):
-        gradient_mode.enter()  # deep models are completed recursively too (not a `with`: cheaper)
-        try:
-            return pulled_back(cotangent)
-        finally:
-            gradient_mode.leave()
-
     try:
         forward = calls.forward(f, known, args) if calls is not None and collector is None else None
         if forward is None and (registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None):
@@ -93,13 +74,39 @@ def pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False,
                 try:
                     value, generated_pullback = forward(*args, **kwargs)
                     if seed is not None:
-                        return value, pulled_back(seed(value))
+                        return value, _pulled_back(value, generated_pullback, args, known, collector, seed(value))
                 finally:
                     gradient_mode.leave()
     except BaseException as exc:  # a note naming your line, if generated code raised it (see `tracebacks`)
         annotate(exc)
         raise
+    back = _back(value, generated_pullback, args, known, collector)
     return (value, back) if seed is None else (value, back(seed(value)))
+
+
+def _back(value, generated_pullback, args, known, collector):
+    """The `back` that `adjoint.pullback` hands out."""
+
+    def back(cotangent):
+        gradient_mode.enter()  # deep models are completed recursively too (not a `with`: cheaper)
+        try:
+            return _pulled_back(value, generated_pullback, args, known, collector, cotangent)
+        finally:
+            gradient_mode.leave()
+
+    return back
+
+
+def _pulled_back(value, generated_pullback, args, known, collector, cotangent):
+    """The gradients for `cotangent` (on the output `value`), inside a differentiated call."""
+    try:
+        cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
+    except BaseException as exc:  # a note naming your line (this is the function `pullback` hands you)
+        annotate(exc)
+        raise
+    for i in known.wrt if collector is not None else ():
+        collector.add(args[i], cotangents[i])
+    return known.gradients(args, cotangents, cotangent)
 
 
 def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
@@ -114,10 +121,6 @@ def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
     shifted = [p + len(bound) for p in positions]
     value, back = pullback(function, bound + tuple(args), kwargs, shifted, freeze, implicit_parameters)
     return value, lambda cotangent: back(cotangent)[len(bound) :]
-
-
-def _is_array_method(f) -> bool:
-    return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
 
 
 def _is_array_method(f) -> bool:
@@ -167,19 +170,36 @@ def differentiated(args, positions, freeze, f, implicit=False) -> Differentiated
     ((0, 1), ((0, ()),))
     """
     known = Differentiated()
-    # a model with nothing frozen in it has a plan for this work (see `adjoint.plans`)
-    known.planned = planned = plans.planned(args, positions) if not freeze and not implicit else {}
-    known.wrt = wrt = tuple(i for i in positions if i in planned or arguments.carries_gradient(args[i], i, f))
-    known.pruned = frozenset()
+    planned, wrt, frozen, containers = {}, [], [], False
+    for i in positions:  # one loop, not several: this runs on every call
+        arg = args[i]
+        if runtime.is_differentiable(arg):
+            wrt.append(i)
+            continue
+        # a model with nothing frozen in it has a plan for this work (see `adjoint.plans`)
+        plan = plans.plan_for(arg) if not freeze and not implicit else None
+        if plan is not None:
+            if i not in planned:
+                planned[i] = plan
+                frozen.append((i, ()))
+            wrt.append(i)
+        elif arguments.carries_gradient(arg, i, f):
+            wrt.append(i)
+            containers = True
+    wrt = tuple(wrt)
+    known.wrt, known.planned, known.pruned = wrt, planned, _NOTHING
     if implicit:
         known.freezings, known.frozen = {}, ()
-    elif not freeze and all(i in planned or runtime.is_differentiable(args[i]) for i in wrt):  # nothing frozen
-        known.freezings, known.frozen = {}, tuple({i: () for i in wrt if i in planned}.items())
+    elif not freeze and not containers:  # nothing is frozen
+        known.freezings, known.frozen = {}, tuple(frozen)
     else:
         known.freezings = freezings = trainable.freezings(args, wrt, positions, freeze)
         known.frozen = trainable.frozen_spec(freezings)
-        known.pruned = trainable.pruned(freezings, args, wrt) if freezings else frozenset()
+        known.pruned = trainable.pruned(freezings, args, wrt) if freezings else _NOTHING
     return known
+
+
+_NOTHING = frozenset()
 
 
 class ModelCalls:

@@ -81,19 +81,6 @@ class Plan:
         return structure.unshare(structure.structure(arg, cotangent), seen)
 
 
-def planned(args, positions) -> dict:
-    """The plans of the container and object arguments among `args` at `positions`, by
-    position, where they have one (see `plan_for`)."""
-    found = {}
-    for i in positions:
-        kind = type(args[i])
-        if kind is not _NDARRAY and kind is not float:  # the usual leaves, told at once
-            plan = plan_for(args[i])
-            if plan is not None:
-                found[i] = plan
-    return found
-
-
 def plan_for(arg) -> Plan | None:
     """The plan for `arg`'s shape of tree: one made before, or a new one; None where `arg`
     cannot have one (see the module), or its shape keeps changing.
@@ -125,7 +112,6 @@ def plan_for(arg) -> Plan | None:
 
 
 _ROOTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.DICT, layouts.LIST, layouts.TUPLE})
-_NDARRAY = np.ndarray
 _KEPT = 4  # plans kept per root type: a few shapes of model per class, in turn
 
 

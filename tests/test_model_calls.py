@@ -96,3 +96,37 @@ def test_kinds_of_call_kept_are_bounded():
         adjoint.api._pullback(lambda p: sum(p.values()), args, {}, (0,), calls=calls)
     assert len(calls.found) <= 16
     assert model_calls.ModelCalls.__slots__ == ("found",)
+
+
+def test_grad_and_value_and_grad_pull_back_at_once_as_pullback_does():
+    model = {"W": W, "n": 3}
+
+    def aux_loss(p, x):
+        return np.sum(p["W"] * x), "aux"
+
+    x = np.array([3.0, 4.0])
+    _, back = adjoint.pullback(aux_loss, model, x)
+    expected = back((1.0, None))
+    (value, aux), (g, gx) = adjoint.value_and_grad(aux_loss, wrt=(0, 1), has_aux=True)(model, x)
+    assert aux == "aux" and float(value) == 11.0
+    np.testing.assert_allclose(g["W"], expected[0]["W"])
+    np.testing.assert_allclose(gx, expected[1])
+    assert g["n"] is None
+    with pytest.raises(adjoint.AdjointError, match="return a float scalar"):
+        adjoint.grad(lambda p: p["W"] * 2.0)(model)
+
+
+def test_grad_of_a_layer_and_of_a_bound_method_pull_back_at_once():
+    class Scale:
+        def __init__(self, s):
+            self.s = s
+
+        def __call__(self, p):
+            return np.sum(p["W"] * self.s)
+
+        def loss(self, p):
+            return self(p) * 2.0
+
+    layer = Scale(np.array([5.0, 6.0]))
+    np.testing.assert_allclose(adjoint.grad(layer)({"W": W})["W"], [5.0, 6.0])
+    np.testing.assert_allclose(adjoint.grad(layer.loss)({"W": W})["W"], [10.0, 12.0])
