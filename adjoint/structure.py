@@ -17,7 +17,7 @@ from sys import getrefcount
 
 import numpy as np
 
-from . import arguments, layouts, runtime, tree
+from . import arguments, layouts, runtime, trainable, tree
 from .errors import AdjointError
 from .layouts import layout_of
 from .runtime import structs
@@ -81,12 +81,18 @@ class _Completion:
     def _children(self, arg, layout, kids, cotangent, path):
         given = _entries_of(cotangent)
         paths_open, project = not self.frozen, self.project
+        is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and structs.is_struct(arg)
+        # fields its class declares frozen, at every place of a tied object (the frozen paths
+        # name one place of each)
+        declared = trainable.frozen_fields(arg) if is_object and not paths_open else ()
         parts, held = {}, False
         for key, value in kids:
             part = given(key) if given is not None else tree.child(cotangent, key)
             # the common leaves without `complete`'s steps: weights, and functions or ints that
             # nothing flowed into (`complete` gives them what it would)
-            if paths_open and type(value) is _NDARRAY and value.dtype.kind in "fc":
+            if key in declared:
+                done = None
+            elif paths_open and type(value) is _NDARRAY and value.dtype.kind in "fc":
                 done = project(value, part)
             elif paths_open and part is None and layout_of(type(value)).kind is layouts.LEAF:
                 done = None
@@ -94,7 +100,6 @@ class _Completion:
                 done = self.complete(value, part, (path, arg, key) if paths_open else tree.path_of(path, arg, key))
             parts[key] = done
             held = held or done is not None
-        is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and structs.is_struct(arg)
         if is_object and isinstance(cotangent, structs.Tangent) and not structs.tangent_fields(cotangent).keys() <= parts.keys():
             refuse_stray_fields(arg, cotangent, parts)
         if not held:

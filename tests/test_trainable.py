@@ -331,3 +331,26 @@ def test_a_trainable_list_updated_in_place_between_calls_is_read_again():
     assert grad(layer).V is not None
     Layer.__trainable__.remove("V")
     assert grad(layer).V is None
+
+
+def test_a_tied_layer_gets_none_for_its_declared_frozen_fields_at_every_place():
+    class Scaled:
+        __trainable__ = ("W",)
+
+        def __init__(self, W, s):
+            self.W, self.s = W, s
+
+        def __call__(self, x):
+            return x @ self.W * self.s
+
+    layer = Scaled(np.eye(2), np.ones(2))
+    net = Net(None, [layer, layer])
+
+    def loss(n, x):
+        for each in n.layers:
+            x = each(x)
+        return np.sum(x)
+
+    g = adjoint.grad(loss)(net, np.ones((1, 2)))
+    assert g.layers[0].s is None and g.layers[1].s is None
+    np.testing.assert_allclose(g.layers[0].W, np.ones((2, 2)))
