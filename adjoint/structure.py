@@ -46,7 +46,7 @@ class _Completion:
 
     A node's path is needed only to compare it with the `frozen` paths and to name it in an
     error, so it is written out only where paths are frozen: elsewhere a node's path is the
-    triple `(path of its parent, parent, key)`, which `_path_text` writes out."""
+    triple `(path of its parent, parent, key)`, which `tree.path_text` writes out."""
 
     def __init__(self, frozen, project):
         self.frozen, self.project = frozen, project
@@ -134,14 +134,6 @@ def _nothing(key):
 _OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
 
 
-def _path_text(path) -> str:
-    """A path as `_Completion` keeps it, written out (`.layers[0].W`)."""
-    if isinstance(path, str):
-        return path
-    parent, arg, key = path
-    return tree.path_of(_path_text(parent), arg, key)
-
-
 def refuse_stray_fields(arg, cotangent, parts):
     """A gradient for an attribute that is not one of the object's fields (one computed by
     `__getattr__`) cannot be handed back; one for a class attribute read through the object
@@ -159,7 +151,7 @@ def refuse_gradient_into_function(arg, cotangent, path):
     """An int, a bool array or a string has no gradient to hand back (what arithmetic sent it
     is dropped); a stored function that closes over the model would need one."""
     if callable(arg) and _nonzero(cotangent):
-        path = _path_text(path)
+        path = tree.path_text(path)
         raise AdjointError(
             f"a gradient reached `{path.lstrip('.') or 'the argument'}`, a {type(arg).__name__} that closes over "
             "differentiable values: adjoint cannot hand a gradient back into a stored function. Make it "

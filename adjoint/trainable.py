@@ -31,7 +31,7 @@ from .errors import AdjointError
 from .layouts import layout_of
 from .runtime import is_differentiable
 from .runtime.structs import fields_of, is_namedtuple, is_struct
-from .tree import children, entries, is_tree_with_floats, path_of
+from .tree import children, entries, is_tree_with_floats, path_of, path_text
 
 
 def frozen_fields(obj) -> frozenset:
@@ -113,8 +113,9 @@ def parse_path(text: str) -> list:
 
 class Freezing:
     """What is frozen in one argument: `paths`, the paths (`.layers[0].W`) of frozen subtrees
-    that hold floats, and the ids of the objects and arrays reachable through frozen paths
-    (`frozen_ids`) and through the others (`open_ids`).
+    that hold floats, and the ids of the containers, objects and float leaves reachable through
+    frozen paths (`frozen_ids`) and through the others (`open_ids`). (Not of functions, ints,
+    strings or None: they carry no gradient, so pruning them would change nothing.)
 
     >>> import numpy as np
     >>> z = Freezing({"enc": {"W": np.ones(2)}, "dec": np.ones(2)}, ["['enc']"])
@@ -131,19 +132,28 @@ class Freezing:
         frozen_ids, open_ids = set(), set()
         stack = [(argument, "", False)]
         seen = set()
+        # a path is written out where it is compared with the user's, else only where recorded
+        # (as `(path of the parent, parent, key)` until then: see `tree.path_text`)
+        written = bool(user)
         while stack:
             tree, path, frozen = stack.pop()
-            frozen = frozen or path in user
+            frozen = frozen or written and path in user
             if (id(tree), frozen) in seen:
                 continue
             seen.add((id(tree), frozen))
+            layout = layout_of(type(tree))
+            if layout.kind in _NO_CHILDREN:  # a leaf: one without a gradient is nothing to prune
+                if layouts.is_differentiable(tree, layout):
+                    (frozen_ids if frozen else open_ids).add(id(tree))
+                continue
             (frozen_ids if frozen else open_ids).add(id(tree))
-            declared = frozen_fields(tree) if is_struct(tree) else ()
-            for key, value in children(tree):
-                child_path = path_of(path, tree, key)
+            is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and is_struct(tree)
+            declared = frozen_fields(tree) if is_object else ()
+            for key, value in entries(tree, layout):
+                child_path = path_of(path, tree, key) if written else (path, tree, key)
                 child_frozen = frozen or key in declared
                 if child_frozen and not frozen and is_tree_with_floats(value):
-                    self.paths.add(child_path)
+                    self.paths.add(path_text(child_path))
                 stack.append((value, child_path, child_frozen))
         self.paths |= {p for p in user if p}
         self.frozen_ids, self._open_ids = frozen_ids, open_ids

@@ -291,6 +291,19 @@ def path_of(path: str, tree, key) -> str:
     return f"{path}.{key}"
 
 
+def path_text(path) -> str:
+    """A path kept by a walk as a string, or as `(path of the parent, parent, key)` until it
+    is needed, written out (`.layers[0].W`).
+
+    >>> path_text((("", {"layers": [1]}, "layers"), [1], 0))
+    "['layers'][0]"
+    """
+    if isinstance(path, str):
+        return path
+    parent, tree, key = path
+    return path_of(path_text(parent), tree, key)
+
+
 def check_mirrors(tree, other) -> None:
     """Refuse `other` (a gradient, or a tree to map along) that does not mirror `tree` here:
     a tuple from `gradient(...)` for a model, a `Tangent` of another class, lists of other

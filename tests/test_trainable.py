@@ -354,3 +354,18 @@ def test_a_tied_layer_gets_none_for_its_declared_frozen_fields_at_every_place():
     g = adjoint.grad(loss)(net, np.ones((1, 2)))
     assert g.layers[0].s is None and g.layers[1].s is None
     np.testing.assert_allclose(g.layers[0].W, np.ones((2, 2)))
+
+
+def test_values_without_a_gradient_are_not_pruned():
+    class Layer:
+        __trainable__ = ("W",)
+
+        def __init__(self):
+            self.W, self.act, self.n, self.eps = np.ones(2), np.tanh, 3, np.ones(1)
+
+    layer = Layer()
+    z = Freezing(layer)
+    assert z.paths == {".eps"}
+    assert z.pruned == frozenset({id(layer.eps)})  # not the function, nor the int
+    layer.eps = None
+    assert Freezing(layer).pruned == frozenset()
