@@ -204,7 +204,18 @@ _NOTHING = frozenset()
 
 class ModelCalls:
     """The forward functions found for the calls of one function `f` made through the general
-    path, per kind of call (see the module). Every call is given `f`, as to `PlainCalls`."""
+    path, per kind of call (see the module). Every call is given `f`, as to `PlainCalls`.
+
+    >>> import numpy as np
+    >>> def f(p):
+    ...     return np.sum(p["W"] ** 2)
+    >>> calls, args = ModelCalls(), ({"W": np.ones(2)},)
+    >>> value, gradients = pullback(f, args, {}, (0,), calls=calls, seed=lambda value: 1.0)
+    >>> gradients
+    ({'W': array([2., 2.])},)
+    >>> calls.forward(f, differentiated(args, (0,), None, f), args) is not None  # found again
+    True
+    """
 
     __slots__ = ("found",)
 

@@ -56,7 +56,7 @@ from .runtime.structs import Tangent
 
 
 class Unplanned(Exception):
-    """A cotangent the plan's code does not complete: take the general path."""
+    """The model, or its cotangent, is not what the plan was made for: take the general path."""
 
 
 class Plan:
@@ -71,7 +71,15 @@ class Plan:
         """The gradient of `arg` for its cotangent from generated code, completed and sharing
         memory with no array whose root is in `seen` (`structure.unshare`): by the plan where
         `arg` still has its shape (`complete` checks it again as it reads it: the forward pass
-        may have run code that changed the model), else by the general path."""
+        may have run code that changed the model), else by the general path.
+
+        >>> import numpy as np
+        >>> plan = _Builder().plan({"W": np.ones(2), "b": 0.5})
+        >>> plan.gradient({"W": np.ones(2), "b": 0.5}, {"W": np.array([3.0, 4.0])}, set())
+        {'W': array([3., 4.]), 'b': 0.0}
+        >>> plan.gradient({"W": np.ones(2), "b": 0.5, "c": 1.0}, None, set())  # another shape
+        {'W': array([0., 0.]), 'b': 0.0, 'c': 0.0}
+        """
         before = set(seen)
         try:
             return self.complete(arg, cotangent, seen)

@@ -273,12 +273,24 @@ def unshare(gradient, seen):
 
 
 def seed_roots(seed) -> set:
-    """What `unshare` starts from to share no memory with the caller's cotangent `seed`."""
+    """What `unshare` starts from to share no memory with the caller's cotangent `seed`.
+
+    >>> seed = np.ones(3)
+    >>> unshare([seed[1:]], seed_roots(seed))[0] is seed[1:], seed_roots(1.0)
+    (False, set())
+    """
     return set() if type(seed) in _SCALAR_SEEDS else _roots_in(seed)
 
 
 def leaf_gradient(arg, cotangent, seen):
-    """The gradient of the float leaf `arg` (`arguments.project`), unshared (`unshare`)."""
+    """The gradient of the float leaf `arg` (`arguments.project`), unshared (`unshare`).
+
+    >>> g, seen = np.ones(2), set()
+    >>> leaf_gradient(np.zeros(2), g, seen) is g, leaf_gradient(np.zeros(2), g, seen) is g
+    (True, False)
+    >>> leaf_gradient(np.zeros(2, dtype=np.float32), None, seen).dtype
+    dtype('float32')
+    """
     if (  # the common case first: an array the generated code made for this one
         type(cotangent) is _NDARRAY and cotangent.base is None and type(arg) is _NDARRAY
         and cotangent.dtype is arg.dtype and cotangent.shape == arg.shape and cotangent.flags.writeable

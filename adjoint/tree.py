@@ -97,7 +97,12 @@ def children(tree) -> list:
 
 def entries(tree, layout):
     """`children(tree)`, as an iterable that may be a view of `tree` itself (read it before
-    anything updates `tree`); `layout` is `layouts.layout_of(type(tree))`."""
+    anything updates `tree`); `layout` is `layouts.layout_of(type(tree))`.
+
+    >>> params = {"W": 1.0, "n": 3}
+    >>> list(entries(params, layout_of(dict))), list(entries(2.0, layout_of(float)))
+    ([('W', 1.0), ('n', 3)], [])
+    """
     kind = layout.kind
     if kind in _OBJECTS:
         return layouts.fields(tree, layout).items()
