@@ -23,7 +23,6 @@ import types
 
 from . import arguments, forwards, implicit, plans, registry, runtime, structure, trainable
 from .errors import AdjointError
-from .forwards import python_floats
 from .runtime import gradient_mode
 from .runtime.gradient_mode import differentiated_call, differentiating
 from .runtime.marks import marked
@@ -54,7 +53,7 @@ def pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False,
     known = differentiated(args, positions, freeze, f, implicit=collector is not None)
     wrt = known.wrt
     try:
-        forward = calls.forward(f, known, args) if calls is not None and collector is None else None
+        forward = calls.forward(f, known) if calls is not None and collector is None else None
         if forward is None and (registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None):
             with differentiating():  # a rule, or a derivative
                 value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
@@ -65,7 +64,7 @@ def pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False,
                 forward = _forward(f, wrt, known.frozen, args)
                 forwards.refuse_shared_updated_arguments(f, forward, args)
                 if calls is not None and collector is None:
-                    calls.remember(f, known, args, forward, version)
+                    calls.remember(f, known, forward, version)
             if known.pruned:
                 with differentiated_call(), trainable.pruning(known.pruned):
                     value, generated_pullback = forward(*args, **kwargs)
@@ -135,9 +134,10 @@ _require_python_function = forwards.require_python_function
 class Differentiated:
     """What the general path knows of one call's arguments: the positions `wrt` that carry
     gradients, the `planned` ones (position -> `plans.Plan`), the `freezings` of the others
-    (position -> `trainable.Freezing`), the compiler's `frozen` key and the ids to prune."""
+    (position -> `trainable.Freezing`), the compiler's `frozen` key, the ids to prune, and
+    the positions in `wrt` of Python floats (`floats`, as `forwards.python_floats` tells)."""
 
-    __slots__ = ("wrt", "planned", "freezings", "frozen", "pruned")
+    __slots__ = ("wrt", "planned", "freezings", "frozen", "pruned", "floats")
 
     def gradients(self, args, cotangents, seed) -> tuple:
         """One gradient per argument from the pullback's `cotangents` (None outside `wrt`),
@@ -170,11 +170,13 @@ def differentiated(args, positions, freeze, f, implicit=False) -> Differentiated
     ((0, 1), ((0, ()),))
     """
     known = Differentiated()
-    planned, wrt, frozen, containers = {}, [], [], False
+    planned, wrt, frozen, floats, containers = {}, [], [], [], False
     for i in positions:  # one loop, not several: this runs on every call
         arg = args[i]
         if runtime.is_differentiable(arg):
             wrt.append(i)
+            if type(arg) is float:
+                floats.append(i)
             continue
         # a model with nothing frozen in it has a plan for this work (see `adjoint.plans`)
         plan = plans.plan_for(arg) if not freeze and not implicit else None
@@ -187,7 +189,7 @@ def differentiated(args, positions, freeze, f, implicit=False) -> Differentiated
             wrt.append(i)
             containers = True
     wrt = tuple(wrt)
-    known.wrt, known.planned, known.pruned = wrt, planned, _NOTHING
+    known.wrt, known.planned, known.pruned, known.floats = wrt, planned, _NOTHING, tuple(floats)
     if implicit:
         known.freezings, known.frozen = {}, ()
     elif not freeze and not containers:  # nothing is frozen
@@ -213,7 +215,7 @@ class ModelCalls:
     >>> value, gradients = pullback(f, args, {}, (0,), calls=calls, seed=lambda value: 1.0)
     >>> gradients
     ({'W': array([2., 2.])},)
-    >>> calls.forward(f, differentiated(args, (0,), None, f), args) is not None  # found again
+    >>> calls.forward(f, differentiated(args, (0,), None, f)) is not None  # found again
     True
     """
 
@@ -224,10 +226,10 @@ class ModelCalls:
         # when found; each entry replaced whole, so that threads read it whole
         self.found: dict = {}
 
-    def forward(self, f, known: Differentiated, args):
-        """The forward function found before for the call `f(*args)` with `known` arguments,
-        if it still holds; else None (look it up, and `remember` it)."""
-        entry = self.found.get((known.wrt, known.frozen, python_floats(known.wrt, args)))
+    def forward(self, f, known: Differentiated):
+        """The forward function found before for a call of `f` whose arguments `known` tells
+        of, if it still holds; else None (look it up, and `remember` it)."""
+        entry = self.found.get((known.wrt, known.frozen, known.floats))
         if entry is None:
             return None
         version, code, defaults, generated = entry
@@ -238,11 +240,11 @@ class ModelCalls:
             return generated
         return None
 
-    def remember(self, f, known: Differentiated, args, generated, version) -> None:
-        """Keep `generated`, found for the call `f(*args)` while the rules were at `version`
-        (a function that updates an argument in place is checked against the arguments on
-        every call: not kept)."""
+    def remember(self, f, known: Differentiated, generated, version) -> None:
+        """Keep `generated`, found for a call of `f` whose arguments `known` tells of while the
+        rules were at `version` (a function that updates an argument in place is checked against
+        the arguments on every call: not kept)."""
         if generated.__adjoint_updates__ or len(self.found) >= 16:  # a few kinds of call per function
             return
-        key = (known.wrt, known.frozen, python_floats(known.wrt, args))
+        key = (known.wrt, known.frozen, known.floats)
         self.found[key] = (version, generated.__adjoint_code__, f.__defaults__, generated)

@@ -38,13 +38,13 @@ def test_a_kept_forward_function_is_found_again_for_the_same_kind_of_call():
     np.testing.assert_allclose(g["W"], [2.0, 2.0])
     args = ({"W": W},)
     known = differentiated(args, (0,), None, loss)
-    assert calls.forward(loss, known, args) is None  # nothing kept yet
+    assert calls.forward(loss, known) is None  # nothing kept yet
     adjoint.api._pullback(loss, args, {}, (0,), calls=calls)
-    forward = calls.forward(loss, known, args)
+    forward = calls.forward(loss, known)
     assert forward is not None
-    assert calls.forward(loss, differentiated(({"W": W, "n": 1},), (0,), None, loss), args) is forward  # same kind
+    assert calls.forward(loss, differentiated(({"W": W, "n": 1},), (0,), None, loss)) is forward  # same kind
     other = differentiated(args, (0,), ["['W']"], loss)
-    assert calls.forward(loss, other, args) is None  # another frozen key
+    assert calls.forward(loss, other) is None  # another frozen key
 
 
 def test_new_defaults_code_names_and_rules_are_seen(monkeypatch):
