@@ -183,7 +183,8 @@ class _Builder:
     """Writes one plan's two functions while walking a tree once, depth first in field order
     (the order `structure` completes it in, so errors and `unshare` come out the same)."""
 
-    _MAX_NODES = 5000  # a bigger model is walked by the general path (compiling the code costs)
+    _MAX_NODES = 2000  # a bigger model takes the general path (writing and compiling the code costs
+    # about 0.1 ms a node, once per shape: a few hundred calls of the general path)
 
     def __init__(self):
         self.checks, self.steps = [], []  # the bodies of `matches` and `complete`

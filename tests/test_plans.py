@@ -296,3 +296,10 @@ def test_a_model_changed_after_its_first_leaves_were_completed_takes_the_general
     g = plan.gradient(model, {"a": shared, "b": {"c": shared}}, seen)
     assert g["a"] is shared and not np.shares_memory(g["a"], g["b"]["c"]) and g["b"]["d"] == 0.0
     assert seen == {id(shared)}  # as the general path alone leaves it
+
+
+def test_a_model_past_the_size_limit_takes_the_general_path():
+    assert _plan([1.0] * (plans._Builder._MAX_NODES - 1)) is not None  # and the list: the limit
+    big = [1.0] * plans._Builder._MAX_NODES
+    assert _plan(big) is None
+    assert adjoint.grad(lambda xs: xs[0] * xs[-1])(big) == [1.0] + [0.0] * (len(big) - 2) + [1.0]
