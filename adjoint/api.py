@@ -1,11 +1,11 @@
 """The public API: `differentiable`, `pullback`, `grad`, `value_and_grad`, `gradient`, `source`.
 
-Every entry point goes through `_pullback`, which decides which arguments carry gradients
-(floats and float arrays, and the containers and objects holding them), gets the generated
-forward function for exactly those, and wraps its pullback so the cotangents handed back
-match the arguments' kinds, shapes and dtypes (a model's mirror it: see `structure`).
-The common call, a Python function at floats and float arrays, takes a shortcut that does the
-same in fewer steps (`forwards.PlainCalls`).
+Every entry point goes through `_pullback` (`model_calls.pullback`), which decides which
+arguments carry gradients (floats and float arrays, and the containers and objects holding
+them), gets the generated forward function for exactly those, and wraps its pullback so the
+cotangents handed back match the arguments' kinds, shapes and dtypes (a model's mirror it: see
+`structure`). The common call, a Python function at floats and float arrays, takes a shortcut
+that does the same in fewer steps (`forwards.PlainCalls`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 import functools
 import types
 
-from . import arguments, derivatives, forwards, gradient_rules, implicit, registry, runtime, structure, trainable
+from . import arguments, derivatives, forwards, gradient_rules, implicit, model_calls, registry, structure, trainable
 from .compiler import pipeline
 from .errors import AdjointError
 from .runtime import gradient_mode
-from .runtime.gradient_mode import differentiated_call, differentiating
 from .runtime.marks import marked
-from .tracebacks import annotate, annotate_handled
+from .tracebacks import annotate_handled
 
 __all__ = ["differentiable", "pullback", "grad", "value_and_grad", "gradient", "source", "rrule", "non_differentiable"]
 
@@ -81,15 +80,17 @@ def grad(f, wrt=0, freeze=None):
     {'w': 3.0, 'b': None}
     """
     positions = _positions(wrt)
-    plain, one = _plain_calls(f, positions, freeze), isinstance(wrt, int)
+    plain, one, calls = _plain_calls(f, positions, freeze), isinstance(wrt, int), model_calls.ModelCalls()
+
+    def seed(value):
+        return arguments.unit(value, f)
 
     @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def gradient_of_f(*args, **kwargs):
         done = plain.gradient(f, args, kwargs) if plain is not None else None
         if done is not None:  # floats and arrays: the common case, kept cheap
             return done[0] if one else done
-        value, back = _pullback(f, args, kwargs, positions, freeze)
-        cotangents = back(arguments.unit(value, f))
+        _, cotangents = _pullback(f, args, kwargs, positions, freeze, calls=calls, seed=seed)
         return arguments.select(cotangents, wrt)
 
     if freeze is None:  # it can be differentiated again (see `adjoint.gradient_rules`)
@@ -113,18 +114,19 @@ def value_and_grad(f, wrt=0, has_aux=False, freeze=None):
     (9.0, 'extra', array([6.]))
     """
     positions = _positions(wrt)
-    plain, one = _plain_calls(f, positions, freeze), isinstance(wrt, int)
+    plain, one, calls = _plain_calls(f, positions, freeze), isinstance(wrt, int), model_calls.ModelCalls()
+
+    def seed(value):
+        if has_aux:
+            return arguments.unit(arguments.loss_of(value, f), f), None
+        return arguments.unit(value, f)
 
     @functools.wraps(f, updated=())  # not `f`'s attributes: adjoint's marks on it are not this function's
     def value_and_gradient_of_f(*args, **kwargs):
         done = plain.gradients(f, args, kwargs, has_aux) if plain is not None else None
         if done is not None:  # floats and arrays: the common case, kept cheap
             return done[0], done[1][0] if one else done[1]
-        value, back = _pullback(f, args, kwargs, positions, freeze)
-        if has_aux:
-            cotangents = back((arguments.unit(arguments.loss_of(value, f), f), None))
-        else:
-            cotangents = back(arguments.unit(value, f))
+        value, cotangents = _pullback(f, args, kwargs, positions, freeze, calls=calls, seed=seed)
         return value, arguments.select(cotangents, wrt)
 
     if freeze is None and not has_aux:  # it can be differentiated again (see `adjoint.gradient_rules`)
@@ -291,63 +293,6 @@ def rrule(*primitives, sequences=False):
     return registry.rrule(*primitives, checked=True, sequences=sequences)
 
 
-# ---- the one path every entry point takes ------------------------------------------------------
-
-def _pullback(f, args, kwargs, positions, freeze=None, implicit_parameters=False):
-    call = getattr(type(f), "__call__", None)
-    if not isinstance(f, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
-        f = types.MethodType(call, f)  # an object with `__call__`: differentiate that method
-    if isinstance(f, (functools.partial, types.MethodType)) or _is_array_method(f):
-        return _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters)
-    collector = implicit.collector() if implicit_parameters else None
-    if collector is not None:  # `gradient(model.loss, ps)`: the receiver may hold parameters
-        positions = collector.holding_positions(args, kwargs, _name(f))
-    if positions and max(positions) >= len(args):
-        raise AdjointError(
-            f"wrt names argument {max(positions)}, but {_name(f)} was called with {len(args)} "
-            "positional arguments"
-        )
-    wrt = tuple(i for i in positions if arguments.carries_gradient(args[i], i, f))
-    # implicit parameters say themselves what is trained (`params` skips declared-frozen fields)
-    freezings = trainable.freezings(args, wrt, positions, freeze) if collector is None else {}
-    try:
-        if registry.lookup(f) is not None or marked(f, "__adjoint_rrule__") is not None:  # a rule, or a derivative
-            with differentiating():
-                value, generated_pullback = runtime.vjp(wrt, f, *args, **kwargs)
-        else:
-            _require_python_function(f)
-            forward = _forward(f, wrt, trainable.frozen_spec(freezings), args)
-            forwards.refuse_shared_updated_arguments(f, forward, args)
-            if freezings:
-                with _DIFFERENTIATED_CALL, trainable.pruning(trainable.pruned(freezings, args, wrt)):
-                    value, generated_pullback = forward(*args, **kwargs)
-            else:
-                with _DIFFERENTIATED_CALL:
-                    value, generated_pullback = forward(*args, **kwargs)
-    except BaseException as exc:  # a note naming your line, if generated code raised it (see `tracebacks`)
-        annotate(exc)
-        raise
-
-    def back(cotangent):
-        with _DIFFERENTIATED_CALL:  # deep models are completed recursively too
-            try:
-                cotangents = registry.padded(generated_pullback(arguments.complete(value, cotangent)), len(args))
-            except BaseException as exc:  # a note naming your line (this is the function `pullback` hands you)
-                annotate(exc)
-                raise
-            for i in wrt if collector is not None else ():
-                collector.add(args[i], cotangents[i])
-            projected = [
-                None if i not in wrt
-                else arguments.project(args[i], cotangents[i]) if runtime.is_differentiable(args[i])
-                else structure.structure(args[i], cotangents[i], frozenset(freezings[i].paths) if i in freezings else ())
-                for i in range(len(args))
-            ]
-        return structure.unshared(projected, cotangent)
-
-    return value, back
-
-
 def _plain_calls(f, positions, freeze):
     """What finds `f`'s forward function for the plain calls of a gradient of it (see
     `forwards.PlainCalls`), or None where no call is plain."""
@@ -382,24 +327,6 @@ def _plain_pullback(forward, args, kwargs, positions):
     return value, back
 
 
-def _pullback_of_bound(f, args, kwargs, positions, freeze, implicit_parameters):
-    """`functools.partial(mse, X=X)` and `model.loss`: differentiate the function they wrap with
-    their bound arguments prepended (constants: they get no cotangent)."""
-    if isinstance(f, functools.partial):
-        function, bound, kwargs = f.func, f.args, {**f.keywords, **kwargs}
-    else:
-        function, bound = registry.unbound(f), (f.__self__,)  # `model.loss`, `x.dot`
-    if isinstance(freeze, dict):
-        freeze = {p + len(bound): paths for p, paths in freeze.items()}
-    shifted = [p + len(bound) for p in positions]
-    value, back = _pullback(function, bound + tuple(args), kwargs, shifted, freeze, implicit_parameters)
-    return value, lambda cotangent: back(cotangent)[len(bound) :]
-
-
-def _is_array_method(f) -> bool:
-    return isinstance(f, types.BuiltinMethodType) and registry.unbound(f) is not None
-
-
 def _positions(wrt):
     positions = (wrt,) if isinstance(wrt, int) else wrt
     if isinstance(positions, tuple) and all(isinstance(i, int) and i >= 0 for i in positions):
@@ -408,6 +335,5 @@ def _positions(wrt):
 
 
 _name = arguments.name_of
-_forward = forwards.forward
-_DIFFERENTIATED_CALL = differentiated_call()
+_pullback = model_calls.pullback  # every entry point's path for a call that is not plain
 _require_python_function = forwards.require_python_function

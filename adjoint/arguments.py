@@ -19,9 +19,7 @@ def name_of(f) -> str:
 def carries_gradient(arg, index, f) -> bool:
     """Whether argument `index` of `f` gets a gradient: a float or complex number or array, or
     a container or object holding one (a model)."""
-    if runtime.is_differentiable(arg):
-        return True
-    return bool(tree.tree_leaves(arg))
+    return runtime.is_differentiable(arg) or tree.holds_floats(arg)
 
 
 def complete(value, cotangent):

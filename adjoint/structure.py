@@ -17,9 +17,12 @@ from sys import getrefcount
 
 import numpy as np
 
-from . import arguments, runtime, tree
+from . import arguments, layouts, runtime, trainable, tree
 from .errors import AdjointError
+from .layouts import layout_of
 from .runtime import structs
+
+_NDARRAY = np.ndarray
 
 
 def structure(arg, cotangent, frozen=frozenset(), project=arguments.project):
@@ -38,18 +41,26 @@ def structure(arg, cotangent, frozen=frozenset(), project=arguments.project):
 
 
 class _Completion:
+    """One completion. `pending` holds, for each container or object being completed (by id),
+    the cotangents met again on a cycle back to it.
+
+    A node's path is needed only to compare it with the `frozen` paths and to name it in an
+    error, so it is written out only where paths are frozen: elsewhere a node's path is the
+    triple `(path of its parent, parent, key)`, which `tree.path_text` writes out."""
+
     def __init__(self, frozen, project):
         self.frozen, self.project = frozen, project
-        self.pending: dict[int, list] = {}  # objects being completed -> cotangents met again in a cycle
+        self.pending: dict[int, list] = {}
 
     def complete(self, arg, cotangent, path):
-        if path in self.frozen:
+        if self.frozen and path in self.frozen:
             return None
-        if runtime.is_differentiable(arg):
+        layout = layout_of(type(arg))
+        if layouts.is_differentiable(arg, layout):
             return self.project(arg, cotangent)
-        kids = tree.children(arg)
+        kids = list(tree.entries(arg, layout))
         if not kids:
-            _refuse_gradient_into_function(arg, cotangent, path)
+            refuse_gradient_into_function(arg, cotangent, path)
             return None
         key = id(arg)
         if key in self.pending:  # back to an object on the way here: count it at its first place
@@ -58,27 +69,72 @@ class _Completion:
             return None
         self.pending[key] = []
         try:
-            result = self._children(arg, kids, cotangent, path)
+            result = self._children(arg, layout, kids, cotangent, path)
             while self.pending[key]:
                 again, self.pending[key] = self.pending[key], []
                 for more in again:
-                    result = runtime.add(result, self._children(arg, kids, more, path))
+                    result = runtime.add(result, self._children(arg, layout, kids, more, path))
         finally:
             del self.pending[key]
         return result
 
-    def _children(self, arg, kids, cotangent, path):
-        parts = {key: self.complete(value, tree.child(cotangent, key), tree.path_of(path, arg, key)) for key, value in kids}
-        if structs.is_struct(arg) and isinstance(cotangent, structs.Tangent):
-            _refuse_stray_fields(arg, cotangent, parts)
-        if all(part is None for part in parts.values()):
+    def _children(self, arg, layout, kids, cotangent, path):
+        given = _entries_of(cotangent)
+        paths_open, project = not self.frozen, self.project
+        is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and structs.is_struct(arg)
+        # fields its class declares frozen, at every place of a tied object (the frozen paths
+        # name one place of each)
+        declared = trainable.frozen_fields(arg) if is_object and not paths_open else ()
+        parts, held = {}, False
+        for key, value in kids:
+            part = given(key) if given is not None else tree.child(cotangent, key)
+            # the common leaves without `complete`'s steps: weights, and functions or ints that
+            # nothing flowed into (`complete` gives them what it would)
+            if key in declared:
+                done = None
+            elif paths_open and type(value) is _NDARRAY and value.dtype.kind in "fc":
+                done = project(value, part)
+            elif paths_open and part is None and layout_of(type(value)).kind is layouts.LEAF:
+                done = None
+            else:
+                done = self.complete(value, part, (path, arg, key) if paths_open else tree.path_of(path, arg, key))
+            parts[key] = done
+            held = held or done is not None
+        if is_object and isinstance(cotangent, structs.Tangent) and not structs.tangent_fields(cotangent).keys() <= parts.keys():
+            refuse_stray_fields(arg, cotangent, parts)
+        if not held:
             return None
-        if structs.is_struct(arg):
+        if is_object:
             return structs.Tangent(type(arg), parts)
+        kind = type(arg)
+        if kind is list or kind is tuple:  # every item is in `parts`, in order
+            return kind(parts.values())
         return tree.rebuild(arg, parts)
 
 
-def _refuse_stray_fields(arg, cotangent, parts):
+def _entries_of(cotangent):
+    """What gives the entry of `cotangent` under a key, as `tree.child` would, for the common
+    kinds of cotangent (None for the others: ask `tree.child`)."""
+    if cotangent is None:
+        return _nothing
+    kind = type(cotangent)
+    if kind is structs.Tangent:
+        return structs.tangent_fields(cotangent).get
+    if kind is dict:
+        return cotangent.get
+    if kind is list or kind is tuple:
+        return lambda key: cotangent[key] if isinstance(key, int) and key < len(cotangent) else None
+    return None
+
+
+def _nothing(key):
+    return None
+
+
+_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
+
+
+def refuse_stray_fields(arg, cotangent, parts):
     """A gradient for an attribute that is not one of the object's fields (one computed by
     `__getattr__`) cannot be handed back; one for a class attribute read through the object
     is dropped (a constant shared by every instance)."""
@@ -91,10 +147,11 @@ def _refuse_stray_fields(arg, cotangent, parts):
             )
 
 
-def _refuse_gradient_into_function(arg, cotangent, path):
+def refuse_gradient_into_function(arg, cotangent, path):
     """An int, a bool array or a string has no gradient to hand back (what arithmetic sent it
     is dropped); a stored function that closes over the model would need one."""
     if callable(arg) and _nonzero(cotangent):
+        path = tree.path_text(path)
         raise AdjointError(
             f"a gradient reached `{path.lstrip('.') or 'the argument'}`, a {type(arg).__name__} that closes over "
             "differentiable values: adjoint cannot hand a gradient back into a stored function. Make it "
@@ -192,7 +249,6 @@ def _plain_gradient(arg, cotangent, seen):
     return gradient
 
 
-_NDARRAY = np.ndarray
 _SCALAR_SEEDS = (float, np.float64, type(None))
 _HELD_ONCE = _held_once()
 
@@ -203,14 +259,73 @@ def _roots_in(seed) -> set:
     return {id(_root(leaf)) for leaf in leaves if isinstance(leaf, np.ndarray)}
 
 
+def unshare(gradient, seen):
+    """`gradient` with every array leaf whose memory is owned by an array in `seen` (ids of
+    roots, see `_root`), or by one met before in `gradient`, replaced by a copy; `seen` gets
+    the roots of the arrays kept.
+
+    >>> a = np.ones(2)
+    >>> g = unshare([a, a[:1]], set())
+    >>> g[0] is a, np.shares_memory(g[0], g[1])
+    (True, False)
+    """
+    return _unshare(gradient, seen)
+
+
+def seed_roots(seed) -> set:
+    """What `unshare` starts from to share no memory with the caller's cotangent `seed`.
+
+    >>> seed = np.ones(3)
+    >>> unshare([seed[1:]], seed_roots(seed))[0] is seed[1:], seed_roots(1.0)
+    (False, set())
+    """
+    return set() if type(seed) in _SCALAR_SEEDS else _roots_in(seed)
+
+
+def leaf_gradient(arg, cotangent, seen):
+    """The gradient of the float leaf `arg` (`arguments.project`), unshared (`unshare`).
+
+    >>> g, seen = np.ones(2), set()
+    >>> leaf_gradient(np.zeros(2), g, seen) is g, leaf_gradient(np.zeros(2), g, seen) is g
+    (True, False)
+    >>> leaf_gradient(np.zeros(2, dtype=np.float32), None, seen).dtype
+    dtype('float32')
+    """
+    if (  # the common case first: an array the generated code made for this one
+        type(cotangent) is _NDARRAY and cotangent.base is None and type(arg) is _NDARRAY
+        and cotangent.dtype is arg.dtype and cotangent.shape == arg.shape and cotangent.flags.writeable
+    ):
+        if id(cotangent) in seen:
+            return cotangent.copy()
+        seen.add(id(cotangent))
+        return cotangent
+    gradient = arguments.project(arg, cotangent)
+    if isinstance(gradient, np.ndarray):
+        root = id(_root(gradient))
+        if root in seen:
+            return gradient.copy()
+        seen.add(root)
+    return gradient
+
+
 def _unshare(value, seen):
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind is _NDARRAY or isinstance(value, np.ndarray):
         root = id(_root(value))
         if root in seen:
             return value.copy()
         seen.add(root)
         return value
-    kids = tree.children(value) if isinstance(value, (dict, list, tuple, structs.Tangent)) else []
+    if kind is structs.Tangent:  # the common kinds first: a model's gradient is made of them
+        kids = structs.tangent_fields(value).items()
+    elif kind is list or kind is tuple:
+        kids = enumerate(value)
+    elif kind is dict:
+        kids = value.items()
+    elif isinstance(value, (dict, list, tuple, structs.Tangent)):
+        kids = tree.children(value)
+    else:
+        return value
     parts = {}
     for key, part in kids:
         new = _unshare(part, seen)

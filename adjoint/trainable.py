@@ -25,42 +25,67 @@ from __future__ import annotations
 import ast
 import contextlib
 import contextvars
-import dataclasses
-import functools
 
 import numpy as np
 
+from . import layouts
 from .errors import AdjointError
+from .layouts import layout_of
 from .runtime import is_differentiable
 from .runtime.structs import fields_of, is_namedtuple, is_struct
-from .tree import children, is_tree_with_floats, path_of
+from .tree import children, entries, is_tree_with_floats, path_of, path_text
 
 
 def frozen_fields(obj) -> frozenset:
     """The names of `obj`'s fields its class declares frozen (not trainable). A name in
     `__trainable__` that is not a field is refused: a typo would freeze everything else."""
     cls = type(obj)
-    declared = getattr(cls, "__trainable__", None)
-    metadata = _frozen_by_metadata(cls)
+    declared = getattr(cls, "__trainable__", None)  # read on every call: a class may be given one later
+    layout = layout_of(cls)
     if declared is None:
-        return metadata
+        return layout.metadata_frozen
     declared = (declared,) if isinstance(declared, str) else tuple(declared)
-    fields = fields_of(obj)
+    fields = layouts.fields(obj, layout) if layout.kind in _OBJECTS else fields_of(obj)
     unknown = [name for name in declared if name not in fields]
     if unknown:
         raise AdjointError(
             f"`{cls.__qualname__}.__trainable__` names {', '.join(map(repr, unknown))}, which "
             f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of the object (its fields: {', '.join(fields)})"
         )
-    return frozenset(set(fields) - set(declared)) | metadata
+    return frozenset(set(fields) - set(declared)) | layout.metadata_frozen
 
 
-@functools.lru_cache(maxsize=None)
-def _frozen_by_metadata(cls) -> frozenset:
-    """A dataclass's fields whose metadata says `trainable: False` (fixed when it is made)."""
-    if not dataclasses.is_dataclass(cls):
-        return frozenset()
-    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("trainable", True) is False)
+def declares_frozen(tree) -> bool:
+    """Whether an object in `tree` has a class that declares which of its fields are trainable
+    (`__trainable__`) or frozen (dataclass metadata): if not, and no `freeze=` paths are
+    given, nothing in `tree` is frozen. Found without walking past the first.
+
+    >>> import numpy as np
+    >>> class Norm:
+    ...     __trainable__ = ("scale",)
+    ...     def __init__(self):
+    ...         self.scale, self.eps = np.ones(2), np.ones(2)
+    >>> declares_frozen({"norm": Norm()}), declares_frozen({"W": np.ones(2)})
+    (True, False)
+    """
+    seen, walk = set(), [tree]  # a stack, not recursion: a linked list may be deep
+    while walk:
+        node = walk.pop()
+        layout = layout_of(type(node))
+        kind = layout.kind
+        if kind in _OBJECTS or kind is layouts.GENERIC and is_struct(node):
+            if layout.metadata_frozen or getattr(type(node), "__trainable__", None) is not None:
+                return True
+        elif kind in _NO_CHILDREN:
+            continue
+        if id(node) not in seen:
+            seen.add(id(node))
+            walk.extend(child for _, child in entries(node, layout))
+    return False
+
+
+_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
+_NO_CHILDREN = frozenset({layouts.FLOAT, layouts.ARRAY, layouts.LEAF})
 
 
 def parse_path(text: str) -> list:
@@ -90,8 +115,9 @@ def parse_path(text: str) -> list:
 
 class Freezing:
     """What is frozen in one argument: `paths`, the paths (`.layers[0].W`) of frozen subtrees
-    that hold floats, and the ids of the objects and arrays reachable through frozen paths
-    (`frozen_ids`) and through the others (`open_ids`).
+    that hold floats, and the ids of the containers, objects and float leaves reachable through
+    frozen paths (`frozen_ids`) and through the others (`open_ids`). (Not of functions, ints,
+    strings or None: they carry no gradient, so pruning them would change nothing.)
 
     >>> import numpy as np
     >>> z = Freezing({"enc": {"W": np.ones(2)}, "dec": np.ones(2)}, ["['enc']"])
@@ -101,30 +127,66 @@ class Freezing:
 
     def __init__(self, argument, freeze=()):
         self.paths: set[str] = set()
+        self.frozen_ids, self._open_ids, self._argument = set(), None, argument
+        if not freeze and not declares_frozen(argument):  # the common case: nothing is frozen
+            return
         user = {self._resolve(argument, text) for text in freeze}
         frozen_ids, open_ids = set(), set()
         stack = [(argument, "", False)]
         seen = set()
+        # a path is written out where it is compared with the user's, else only where recorded
+        # (as `(path of the parent, parent, key)` until then: see `tree.path_text`)
+        written = bool(user)
         while stack:
             tree, path, frozen = stack.pop()
-            frozen = frozen or path in user
+            frozen = frozen or written and path in user
             if (id(tree), frozen) in seen:
                 continue
             seen.add((id(tree), frozen))
+            layout = layout_of(type(tree))
+            if layout.kind in _NO_CHILDREN:  # a leaf: one without a gradient is nothing to prune
+                if layouts.is_differentiable(tree, layout):
+                    (frozen_ids if frozen else open_ids).add(id(tree))
+                continue
             (frozen_ids if frozen else open_ids).add(id(tree))
-            declared = frozen_fields(tree) if is_struct(tree) else ()
-            for key, value in children(tree):
-                child_path = path_of(path, tree, key)
+            is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and is_struct(tree)
+            declared = frozen_fields(tree) if is_object else ()
+            for key, value in entries(tree, layout):
+                child_path = path_of(path, tree, key) if written else (path, tree, key)
                 child_frozen = frozen or key in declared
                 if child_frozen and not frozen and is_tree_with_floats(value):
-                    self.paths.add(child_path)
+                    self.paths.add(path_text(child_path))
                 stack.append((value, child_path, child_frozen))
         self.paths |= {p for p in user if p}
-        self.frozen_ids, self.open_ids = frozen_ids, open_ids
+        self.frozen_ids, self._open_ids = frozen_ids, open_ids
+
+    @classmethod
+    def unfrozen(cls, argument) -> Freezing:
+        """The `Freezing` of `argument` where the caller knows that nothing in it is frozen (no
+        paths given, no class declaring fields frozen: a plan says so, see `adjoint.plans`)."""
+        freezing = cls.__new__(cls)
+        freezing.paths, freezing.frozen_ids, freezing._open_ids, freezing._argument = set(), set(), None, argument
+        return freezing
+
+    @property
+    def open_ids(self) -> set:
+        """The ids reachable through paths that are not frozen (all of them, where nothing is
+        frozen: then found only when asked)."""
+        if self._open_ids is None:
+            self._open_ids = {id(self._argument)}
+            tree_walk = [self._argument]
+            while tree_walk:
+                for _, child in children(tree_walk.pop()):
+                    if id(child) not in self._open_ids:
+                        self._open_ids.add(id(child))
+                        tree_walk.append(child)
+        return self._open_ids
 
     @property
     def pruned(self) -> frozenset:
         """The ids reachable only through frozen paths of this argument (see `pruned`)."""
+        if not self.frozen_ids:
+            return frozenset()
         return frozenset(self.frozen_ids - self.open_ids)
 
     @staticmethod
@@ -201,7 +263,7 @@ def call_spec(args, wrt, keep=None) -> tuple:
         if kind is float or kind is np.ndarray and arg.dtype.kind in "fc" or is_differentiable(arg):
             continue  # (the first two: the common arguments, told without a call)
         if is_struct(arg):
-            if not pruned and getattr(kind, "__trainable__", None) is None and not _frozen_by_metadata(kind):
+            if not pruned and getattr(kind, "__trainable__", None) is None and not layout_of(kind).metadata_frozen:
                 spec += ((position, ()),)  # nothing declared frozen, nothing pruned: the common model, kept cheap
                 continue
             names = set(frozen_fields(arg))
@@ -240,6 +302,8 @@ def pruned(freezings, args, wrt) -> frozenset:
     differentiated argument: a weight tied to a trainable place, or passed as an argument
     itself, still needs its cotangent."""
     frozen = set().union(*(z.frozen_ids for z in freezings.values()))
+    if not frozen:  # nothing frozen: nothing to prune
+        return frozenset()
     reachable = set().union(*(z.open_ids for z in freezings.values())) | {id(args[i]) for i in wrt}
     return frozenset(frozen - reachable)
 

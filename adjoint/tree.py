@@ -20,7 +20,9 @@ import copy
 
 import numpy as np
 
+from . import layouts
 from .errors import AdjointError
+from .layouts import GENERIC, layout_of
 from .runtime import is_differentiable
 from .runtime.structs import Tangent, fields_of, is_namedtuple, is_struct, tangent_fields, tangent_type
 
@@ -43,20 +45,85 @@ def tree_leaves(tree) -> list:
 
 
 def _walk(tree, visit, seen):
-    if is_differentiable(tree):
+    layout = layout_of(type(tree))
+    if layouts.is_differentiable(tree, layout):
         visit(tree)
         return
-    if is_struct(tree) or isinstance(tree, (Tangent, dict, list)):  # what can be reached twice, or hold itself
+    if _may_recur(tree, layout):  # what can be reached twice, or hold itself
         if id(tree) in seen:
             return
         seen.add(id(tree))
-    for _, child in children(tree):
+    for _, child in entries(tree, layout):
         _walk(child, visit, seen)
+
+
+def holds_floats(tree, seen=None) -> bool:
+    """Whether `tree` holds a float leaf anywhere (`tree_leaves(tree)` is not empty), found
+    without walking past the first.
+
+    >>> holds_floats({"n": 3, "layers": [None, (1, 2.5)]}), holds_floats({"n": 3})
+    (True, False)
+    """
+    seen = set() if seen is None else seen
+    layout = layout_of(type(tree))
+    if layouts.is_differentiable(tree, layout):
+        return True
+    if _may_recur(tree, layout):
+        if id(tree) in seen:
+            return False
+        seen.add(id(tree))
+    for _, child in entries(tree, layout):
+        if holds_floats(child, seen):
+            return True
+    return False
+
+
+def _may_recur(tree, layout) -> bool:
+    """Whether `tree` is of a kind that can be reached twice in a tree, or hold itself: the
+    walks keep note of those they have seen."""
+    if layout.kind is GENERIC:
+        return is_struct(tree) or isinstance(tree, (Tangent, dict, list))
+    return layout.kind in _MAY_RECUR
+
+
+_MAY_RECUR = frozenset({layouts.DICT, layouts.LIST, layouts.TANGENT, layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
 
 
 def children(tree) -> list:
     """`(key, child)` pairs of a container or object; empty for a leaf. Keys are dict keys,
     positions, or field names."""
+    return list(entries(tree, layout_of(type(tree))))
+
+
+def entries(tree, layout):
+    """`children(tree)`, as an iterable that may be a view of `tree` itself (read it before
+    anything updates `tree`); `layout` is `layouts.layout_of(type(tree))`.
+
+    >>> params = {"W": 1.0, "n": 3}
+    >>> list(entries(params, layout_of(dict))), list(entries(2.0, layout_of(float)))
+    ([('W', 1.0), ('n', 3)], [])
+    """
+    kind = layout.kind
+    if kind in _OBJECTS:
+        return layouts.fields(tree, layout).items()
+    if kind is layouts.LIST or kind is layouts.TUPLE:
+        return enumerate(tree)
+    if kind is layouts.DICT:
+        return tree.items()
+    if kind is layouts.TANGENT:
+        return tangent_fields(tree).items()
+    if kind is layouts.NAMEDTUPLE:
+        return zip(type(tree)._fields, tree)
+    if kind is GENERIC:
+        return _children_of_any(tree)
+    return ()  # a float, an array, a leaf without a gradient
+
+
+_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
+
+
+def _children_of_any(tree) -> list:
+    """`children` of a value whose type's layout leaves it to the value (`layouts.GENERIC`)."""
     if hasattr(type(tree), "__tree_children__"):  # `Grads`, `Params`: say what they hold
         return tree.__tree_children__()
     if isinstance(tree, dict):
@@ -217,15 +284,8 @@ def _set(container, key, value):
 
 
 def is_tree_with_floats(tree, seen=None) -> bool:
-    """Whether `tree` holds a float leaf anywhere."""
-    seen = set() if seen is None else seen
-    if is_differentiable(tree):
-        return True
-    if is_struct(tree):
-        if id(tree) in seen:
-            return False
-        seen.add(id(tree))
-    return any(is_tree_with_floats(c, seen) for _, c in children(tree))
+    """Whether `tree` holds a float leaf anywhere (see `holds_floats`)."""
+    return holds_floats(tree, seen)
 
 
 def path_of(path: str, tree, key) -> str:
@@ -234,6 +294,19 @@ def path_of(path: str, tree, key) -> str:
     if isinstance(tree, (dict, list)) or isinstance(tree, tuple) and not is_namedtuple(tree):
         return f"{path}[{key!r}]"
     return f"{path}.{key}"
+
+
+def path_text(path) -> str:
+    """A path kept by a walk as a string, or as `(path of the parent, parent, key)` until it
+    is needed, written out (`.layers[0].W`).
+
+    >>> path_text((("", {"layers": [1]}, "layers"), [1], 0))
+    "['layers'][0]"
+    """
+    if isinstance(path, str):
+        return path
+    parent, tree, key = path
+    return path_of(path_text(parent), tree, key)
 
 
 def check_mirrors(tree, other) -> None:

@@ -276,3 +276,96 @@ def test_freeze_names_paths_relative_to_each_argument_when_several_are_different
     np.testing.assert_allclose(gb["W"], [1.0, 1.0])
     with pytest.raises(AdjointError, match="freeze={0"):
         adjoint.grad(loss, wrt=(0, 1), freeze=["['W']"])(a, b)
+
+
+# ---- nothing frozen, told without the walk of ids ------------------------------------------------
+
+
+def test_declares_frozen_finds_a_declaring_class_anywhere_in_the_tree():
+    from adjoint.trainable import declares_frozen
+
+    assert not declares_frozen(Net(Plain(np.ones(2)), [Plain(np.ones(2))]))
+    assert declares_frozen({"layers": [Plain(np.ones(2)), Encoder(np.eye(2), np.eye(2))]})
+    assert declares_frozen([Norm(np.ones(2), np.ones(2))])  # by dataclass metadata
+    looped = []
+    looped.append(looped)
+    assert not declares_frozen(looped)
+
+
+def test_a_freezing_of_nothing_frozen_still_knows_what_is_open():
+    W = np.ones(2)
+    net = Net(Plain(W), [])
+    z = Freezing(net)
+    assert z.paths == set() and z.frozen_ids == set() and z.pruned == frozenset()
+    assert {id(net), id(net.encoder), id(W)} <= z.open_ids
+
+
+def test_a_class_given_trainable_between_calls_is_frozen_on_the_next_call():
+    class Layer:
+        def __init__(self, W, V):
+            self.W, self.V = W, V
+
+    layer = Layer(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    grad = adjoint.grad(lambda m: np.sum(m.W * m.V))
+    g = grad(layer)
+    np.testing.assert_allclose(g.V, [1.0, 2.0])
+    Layer.__trainable__ = ("W",)
+    assert grad(layer).V is None
+    Layer.__trainable__ = ("V",)
+    g = grad(layer)
+    assert g.W is None
+    np.testing.assert_allclose(g.V, [1.0, 2.0])
+    del Layer.__trainable__
+    np.testing.assert_allclose(grad(layer).W, [3.0, 4.0])
+
+
+def test_a_trainable_list_updated_in_place_between_calls_is_read_again():
+    class Layer:
+        __trainable__ = ["W", "V"]
+
+        def __init__(self, W, V):
+            self.W, self.V = W, V
+
+    layer = Layer(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    grad = adjoint.grad(lambda m: np.sum(m.W * m.V))
+    assert grad(layer).V is not None
+    Layer.__trainable__.remove("V")
+    assert grad(layer).V is None
+
+
+def test_a_tied_layer_gets_none_for_its_declared_frozen_fields_at_every_place():
+    class Scaled:
+        __trainable__ = ("W",)
+
+        def __init__(self, W, s):
+            self.W, self.s = W, s
+
+        def __call__(self, x):
+            return x @ self.W * self.s
+
+    layer = Scaled(np.eye(2), np.ones(2))
+    net = Net(None, [layer, layer])
+
+    def loss(n, x):
+        for each in n.layers:
+            x = each(x)
+        return np.sum(x)
+
+    g = adjoint.grad(loss)(net, np.ones((1, 2)))
+    assert g.layers[0].s is None and g.layers[1].s is None
+    np.testing.assert_allclose(g.layers[0].W, np.ones((2, 2)))
+
+
+def test_values_without_a_gradient_are_not_pruned():
+    class Layer:
+        __trainable__ = ("W",)
+
+        def __init__(self):
+            self.W, self.act, self.n, self.eps = np.ones(2), np.tanh, 3, np.ones(1)
+
+    layer = Layer()
+    z = Freezing(layer)
+    assert z.paths == {".eps"}
+    assert z.pruned == frozenset({id(layer.eps)})  # not the function, nor the int
+    layer.eps = None
+    assert Freezing(layer).pruned == frozenset()
