@@ -39,12 +39,12 @@ from __future__ import annotations
 import abc
 import dataclasses
 import types
-import weakref
 
 import numpy as np
 
 from .runtime import is_differentiable as _is_differentiable
 from .runtime import structs
+from .runtime.remembered import ByIdentity
 from .runtime.structs import Tangent
 
 # The kinds of node. The first three hold no children: a `FLOAT` is always differentiable, an
@@ -63,7 +63,7 @@ class Layout:
     also keeps the `plans` made for trees rooted at values of the type (see `adjoint.plans`),
     so that they go with it."""
 
-    __slots__ = ("kind", "names", "metadata_frozen", "plans", "plan_calls", "plan_builds", "_type_ref")
+    __slots__ = ("kind", "names", "metadata_frozen", "plans", "plan_calls", "plan_builds")
 
     def __init__(self, kind, names=(), metadata_frozen=frozenset()):
         self.kind, self.names, self.metadata_frozen = kind, names, metadata_frozen
@@ -73,24 +73,20 @@ class Layout:
         return f"Layout({self.kind!r}, names={self.names!r})"
 
 
-_layouts: dict[int, Layout] = {}  # id(type) -> its Layout, while the type lives
+_layouts = ByIdentity()  # type -> its Layout, while the type lives
 _abc_token = abc.get_cache_token()
 
 
 def layout_of(cls) -> Layout:
     """The `Layout` of the values of type `cls` (worked out on first use, then kept)."""
     global _abc_token
-    layout = _layouts.get(id(cls))
-    if layout is not None and _abc_token == abc.get_cache_token():
-        return layout
     if _abc_token != abc.get_cache_token():  # a registration may have changed `isinstance` answers
         _layouts.clear()
         _abc_token = abc.get_cache_token()
-    layout = _worked_out(cls)
-    key = id(cls)
-    # the entry goes when the type does, before its id can be given to another object
-    layout._type_ref = weakref.ref(cls, lambda _, key=key: _layouts.pop(key, None))
-    _layouts[key] = layout
+    entry = _layouts.entries.get(id(cls))  # (`_layouts.get(cls)`, without its call)
+    if entry is not None and entry[0]() is cls:
+        return entry[1]
+    layout = _layouts[cls] = _worked_out(cls)
     return layout
 
 

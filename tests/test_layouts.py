@@ -147,13 +147,13 @@ def test_a_class_is_not_kept_alive_and_its_entry_goes_with_it():
 
     Layer = make()
     key = id(Layer)
-    assert layout_of(Layer).kind is layouts.OBJECT and key in layouts._layouts
+    assert layout_of(Layer).kind is layouts.OBJECT and key in layouts._layouts.entries
     tree.tree_leaves(Layer())
     alive = weakref.ref(Layer)
     del Layer
     gc.collect()
     assert alive() is None
-    assert key not in layouts._layouts
+    assert key not in layouts._layouts.entries
 
 
 def test_an_abc_registration_is_seen():

@@ -59,6 +59,10 @@ class ByIdentity:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def clear(self) -> None:
+        """Forget every object (what was remembered may no longer hold for any of them)."""
+        self.entries.clear()
+
 
 # ---- class attributes ----------------------------------------------------------------------------
 
