@@ -101,12 +101,18 @@ def project(arg, cotangent):
     return result
 
 
+_ONES = {np.float32: np.float32(1), np.float16: np.float16(1)}
+
+
 def unit(value, f):
     """The seed of a gradient: 1 shaped like the scalar output."""
     if type(value) is float:  # the common cases first: every gradient asks
         return 1.0
     if type(value) is np.float64:
         return 1.0  # the same number as np.float64(1), without NumPy's dispatch on its scalars
+    one = _ONES.get(type(value))
+    if one is not None:  # a float32 or float16 loss: a seed of its type (NumPy scalars never change)
+        return one
     if isinstance(value, tuple):
         raise AdjointError(
             f"grad needs {name_of(f)} to return a float scalar, but it returned a tuple of {len(value)}. "

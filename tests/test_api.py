@@ -82,6 +82,22 @@ def test_float32_arguments_get_float32_cotangents():
     check_grad(f, x, 0.5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_loss_of_a_smaller_float_type_is_seeded_in_that_type(dtype):
+    def loss(W, b, x):
+        h = np.tanh(x @ W + b)
+        return np.sum(h * h) / x.shape[0]
+
+    args = [rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(5, 3))]
+    small = [a.astype(dtype) for a in args]
+    assert type(loss(*small)) is dtype
+    gradients = adjoint.grad(loss, wrt=(0, 1))(*small)
+    assert [g.dtype for g in gradients] == [dtype, dtype]
+    tolerance = 1e-4 if dtype == np.float32 else 2e-2
+    for got, exact in zip(gradients, adjoint.grad(loss, wrt=(0, 1))(*args)):
+        np.testing.assert_allclose(got, exact, rtol=tolerance, atol=tolerance)
+
+
 def test_non_float_arguments_get_none():
     def f(x, n, name, flag, nothing):
         return x ** n

@@ -118,6 +118,17 @@ def test_unbroadcast_passes_python_float_through():
     assert type(adj.unbroadcast(2.5, 1.0)) is float
 
 
+@pytest.mark.parametrize("kind", [np.float32, np.float16])
+def test_unbroadcast_of_a_numpy_scalar_onto_its_own_type_is_the_scalar(kind):
+    g = kind(2.5)
+    assert adj.unbroadcast(g, kind(1.0)) is g
+
+
+def test_unbroadcast_of_a_float64_scalar_onto_a_float32_one_is_cast():
+    out = adj.unbroadcast(np.float64(2.5), np.float32(1.0))
+    assert out.dtype == np.float32 and out == 2.5
+
+
 def test_unbroadcast_same_shape_returns_values_unchanged():
     g = np.arange(3.0)
     np.testing.assert_array_equal(adj.unbroadcast(g, np.zeros(3)), g)
@@ -157,6 +168,14 @@ def test_unreduce_with_tuple_of_axes():
     assert out.shape == (3, 2, 4)
     np.testing.assert_array_equal(out[:, 0, :], 1.0)
     np.testing.assert_array_equal(out[:, 1, :], 2.0)
+
+
+@pytest.mark.parametrize("g", [np.float32(2.0), np.float16(2.0), np.float64(2.0), 2.0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unreduce_spreads_a_scalar_of_any_float_type_in_the_arrays_dtype(g, dtype):
+    out = adj.unreduce(g, np.zeros((2, 3), dtype=dtype))
+    assert out.dtype == dtype and out.flags.writeable
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0))
 
 
 def test_unreduce_casts_to_input_dtype():

@@ -115,6 +115,7 @@ def add(a, b):
 # ---- broadcasting and reductions -------------------------------------------------------------
 
 _FLOAT64 = (float, np.float64)
+_FLOAT_SCALARS = frozenset({float, np.float64, np.float32, np.float16})  # real scalars kept on fast paths
 
 
 def unbroadcast(g, x):
@@ -133,6 +134,8 @@ def unbroadcast(g, x):
         if extra > 0 and g.shape[extra:] == x.shape:
             return g.sum(axis=0) if extra == 1 else g.sum(axis=tuple(range(extra)))
     if type(x) in _FLOAT64 and type(g) in _FLOAT64:  # scalar loops: the common case, kept cheap
+        return g
+    if type(g) is type(x) and type(x) in _FLOAT_SCALARS:  # a float32 model's loss: as cheap
         return g
     if isinstance(x, (float, int)) and np.iscomplexobj(g):  # a real operand of a complex result
         g = np.real(g)
@@ -212,7 +215,7 @@ def unreduce(g, x, axis=None, keepdims=False):
     if type(x) is float:  # scalar code: kept cheap
         return float(np.real(g))
     if type(x) is np.ndarray and x.dtype.kind == "f" and x.size <= 4096:  # a small array: filling beats a view
-        if axis is None and type(g) in _FLOAT64:
+        if axis is None and type(g) in _FLOAT_SCALARS:
             spread_out = np.empty_like(x)  # (filled: `np.full` costs more in Python than filling)
             spread_out.fill(g)
             return spread_out
