@@ -254,18 +254,22 @@ def call_spec(args, wrt, keep=None) -> tuple:
     empty for a call with arrays and floats only.
     Fields whose values satisfy `keep` (implicit parameters asked for) are never frozen."""
     pruned = _pruned.get()
-    spec = ()
-    for position in wrt:
-        if not isinstance(position, int) or position >= len(args):
+    spec, count = (), len(args)
+    for position in wrt:  # (asked on every call from generated code: the common arguments told first)
+        if not isinstance(position, int) or position >= count:
             continue
         arg, names = args[position], ()
         kind = type(arg)
-        if kind is float or kind is np.ndarray and arg.dtype.kind in "fc" or is_differentiable(arg):
-            continue  # (the first two: the common arguments, told without a call)
-        if is_struct(arg):
-            if not pruned and getattr(kind, "__trainable__", None) is None and not layout_of(kind).metadata_frozen:
-                spec += ((position, ()),)  # nothing declared frozen, nothing pruned: the common model, kept cheap
+        if kind is float or kind is np.ndarray and arg.dtype.kind in "fc":
+            continue
+        layout = layout_of(kind)
+        if layout.kind in _OBJECTS:  # an object of yours (`is_struct`), never a float
+            if not pruned and not layout.metadata_frozen and declares_no_trainable(kind):
+                spec += ((position, ()),)  # nothing declared frozen, nothing pruned: the common model
                 continue
+        elif is_differentiable(arg):
+            continue
+        if layout.kind in _OBJECTS or is_struct(arg):
             names = set(frozen_fields(arg))
             if pruned:
                 names |= {name for name, value in fields_of(arg).items() if id(value) in pruned}
@@ -275,6 +279,27 @@ def call_spec(args, wrt, keep=None) -> tuple:
             names = {key for key, value in arg.items() if id(value) in pruned}
         spec += ((position, tuple(sorted(path_of("", arg, n) for n in names))),)
     return spec
+
+
+def declares_no_trainable(cls) -> bool:
+    """Whether neither `cls` nor a base of it declares `__trainable__` (read from the class
+    dictionaries, so a class given one since is seen); False for a class with a metaclass of
+    its own, which might answer otherwise.
+
+    >>> class Norm:
+    ...     pass
+    >>> declares_no_trainable(Norm)
+    True
+    >>> Norm.__trainable__ = ("scale",)
+    >>> declares_no_trainable(Norm)
+    False
+    """
+    if type(cls) is not type:
+        return False
+    for klass in cls.__mro__[:-1]:  # (the last is `object`, which takes no attributes)
+        if "__trainable__" in klass.__dict__:
+            return False
+    return True
 
 
 # ---- the `freeze=` argument of `grad` ---------------------------------------------------------

@@ -207,6 +207,34 @@ def test_call_spec_freezes_fields_holding_pruned_values_only_inside_pruning():
     assert call_spec((W, 2.0), (0, 1)) == ()  # arrays and floats only
 
 
+def test_call_spec_sees_a_trainable_declaration_given_to_a_class_or_its_base_since():
+    class Base:
+        pass
+
+    class Layer(Base):
+        def __init__(self, W, b):
+            self.W, self.b = W, b
+
+    layer = Layer(np.ones(2), np.ones(2))
+    assert call_spec((layer,), (0,)) == ((0, ()),)
+    Base.__trainable__ = ("W",)
+    assert call_spec((layer,), (0,)) == ((0, (".b",)),)
+    del Base.__trainable__
+    Layer.__trainable__ = ("b",)
+    assert call_spec((layer,), (0,)) == ((0, (".W",)),)
+
+
+def test_call_spec_asks_a_class_with_a_metaclass_of_its_own_by_getattr():
+    class Declaring(type):
+        __trainable__ = ("W",)  # what `getattr(cls, "__trainable__")` finds, not the class dictionaries
+
+    class Layer(metaclass=Declaring):
+        def __init__(self, W, b):
+            self.W, self.b = W, b
+
+    assert call_spec((Layer(np.ones(2), np.ones(2)),), (0,)) == ((0, (".b",)),)
+
+
 def test_pruning_nests_and_restores():
     W, V = np.ones(2), np.ones(2)
     obj = Net(W, V)  # `encoder` holds W, `layers` holds V

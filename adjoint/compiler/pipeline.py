@@ -1,5 +1,5 @@
 """The compiler, start to finish: source -> fence -> within -> decorators -> control -> normalize -> ssa -> resolve ->
-frozen -> activity -> inplace -> reverse -> products -> spreads -> optimize -> accumulation -> emit -> load.
+frozen -> activity -> inplace -> reverse -> products -> spreads -> optimize -> fields -> accumulation -> emit -> load.
 
 `forward_function(fn, wrt, frozen)` returns the generated forward function of `fn` for the
 parameter positions `wrt`, with the argument paths in `frozen` treated as constants (see
@@ -22,7 +22,7 @@ from . import (
     accumulation, activity, array_methods, array_reductions, control, decorators, emit, fence, frozen, inplace, kinds, loader, normalize, optimize, resolve,
     reverse, shifts, ssa, syntax, tangent, within,
 )
-from . import fuse, products, spreads
+from . import fields, fuse, products, spreads
 from .context import Context
 from .source import get_source
 from ..runtime.marks import marked
@@ -47,6 +47,7 @@ PASSES = (
     ("products", products.transform),
     ("spreads", spreads.transform),
     ("optimize", optimize.transform),
+    ("fields", fields.transform),
     ("accumulation", accumulation.transform),
     ("array_methods", array_methods.transform),
 )

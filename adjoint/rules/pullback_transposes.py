@@ -203,6 +203,14 @@ def field_bar_rrule(g, obj, name):
     return value, field_bar_pullback
 
 
+@rrule(adj.field_bars, sequences=True)
+def field_bars_rrule(gs, obj):
+    def field_bars_pullback(c):
+        return item_transposes.field_bars_transpose(c, gs, obj), transposes.zero_cotangent(obj)
+
+    return adj.field_bars(gs, obj), field_bars_pullback
+
+
 @rrule(adj.unpack_bar, sequences=True)
 def unpack_bar_rrule(parts, x):
     def unpack_bar_pullback(c):  # joining the parts: each gets its item of c

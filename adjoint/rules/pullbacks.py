@@ -88,7 +88,7 @@ non_differentiable(adj.layout_order)
 # ---- indexing, containers, objects and calls -------------------------------------------------------
 
 linear(adj.unindex, adj.unpack_bar, adj.from_buffer, adj.setitem_bar, adj.append_bar)
-linear(adj.field_bar, adj.item_bar, adj.unconcat)
+linear(adj.field_bar, adj.field_bars, adj.item_bar, adj.unconcat)
 
 
 @frule(adj.buffer_like)

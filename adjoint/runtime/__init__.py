@@ -58,7 +58,7 @@ from .indexing import (
 )
 from .building import construct_vjp, is_constructible
 from . import structs
-from .structs import Tangent, field_bar, item_bar
+from .structs import Tangent, field_bar, field_bars, item_bar
 from .nested import (
     calling, closure_cotangents, dropped_cotangents, filled_cotangents, kept_cotangents, prefixed_cotangents, vjp_program,
 )
@@ -126,6 +126,7 @@ __all__ = [
     "closure_vjp",
     "item_bar",
     "field_bar",
+    "field_bars",
     "construct_vjp",
     "Tangent",
     "method_vjp",

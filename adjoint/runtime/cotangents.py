@@ -47,6 +47,8 @@ def zeros_like(value):
         return 0.0
     if type(value) is complex:
         return 0j
+    if type(value) is np.ndarray and value.flags.c_contiguous and value.dtype.kind in "fc":
+        return np.zeros(value.shape, value.dtype)  # (what `np.zeros_like` makes, without its Python layers)
     if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fc":
         return np.zeros_like(value)
     if type(value) is tuple:

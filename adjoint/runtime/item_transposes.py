@@ -9,7 +9,7 @@ import numpy as np
 
 from .cotangents import RuleError, cotangent_like, from_sequence, is_differentiable, spread, sum_to_shape, zeros_like
 from .indexing import _ObjectBuffer
-from .structs import Tangent, _attribute_kind, is_namedtuple, is_struct, tangent_fields
+from .structs import Tangent, _attribute_kind, field_bar, is_namedtuple, is_struct, tangent_fields
 from .tangents import holds_floats
 from .transposes import broadcast_back, dense_cotangent, is_float, zero_cotangent
 
@@ -19,6 +19,7 @@ __all__ = [
     "from_buffer_transpose",
     "item_bar_transpose",
     "field_bar_transpose",
+    "field_bars_transpose",
     "unpack_bar_transpose",
     "append_bar_transpose",
     "setitem_bar_transpose",
@@ -155,6 +156,18 @@ def field_bar_transpose(c, g, obj, name, value):
     else:
         part = getattr(c, name, None)  # a namedtuple's
     return zeros_like(g) if part is None else part
+
+
+def field_bars_transpose(c, gs, obj):
+    """`gs`'s cotangent in `field_bars(gs, obj)`: each field's `field_bar_transpose`, by name.
+
+    >>> class Model:
+    ...     pass
+    >>> m = Model(); m.W, m.b = 1.0, 2.0
+    >>> field_bars_transpose(Tangent(Model, W=2.0, b=3.0), {"W": 0.5, "b": None}, m)
+    {'W': 2.0, 'b': None}
+    """
+    return {name: field_bar_transpose(c, g, obj, name, field_bar(g, obj, name)) for name, g in gs.items()}
 
 
 def unpack_bar_transpose(c, parts, x):

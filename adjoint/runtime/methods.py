@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from .calls import _carries_gradient, argument_positions, closure_vjp, no_closure_pullback
+from .calls import _carries_gradient, _closes_over_floats, argument_positions, closure_vjp, no_closure_pullback
 from .cotangents import RuleError, zeros_like
 from .remembered import class_attribute
 from .structs import field_bar, is_namedtuple, is_struct
@@ -74,8 +74,8 @@ def method_vjp(wrt, receiver, name, /, *args, **kwargs):
 def _field_call(wrt, receiver, name, args, kwargs):
     """`receiver.name(*args, **kwargs)` where `receiver.name` is a field's value (or a
     property's) that is called: as a closure, whose cotangent goes to that field. A library's
-    callable there (`np.tanh`) holds no gradient: its rule is called directly, and the receiver
-    gets none from it."""
+    callable there (`np.tanh`), or a function closing over nothing differentiable (`identity`),
+    holds no gradient: it is differentiated as a plain call, and the receiver gets none from it."""
     field = getattr(receiver, name)
     if _holds_no_gradient(field):
         value, pullback = runtime.vjp(argument_positions(wrt), field, *args, **kwargs)
@@ -93,13 +93,20 @@ def _field_call(wrt, receiver, name, args, kwargs):
 
 def _holds_no_gradient(fn) -> bool:
     """Whether `closure_vjp` would give the callable `fn` no cotangent whatever it is called
-    with: it is none of a Python function, a bound method, a partial or an object with a Python
-    `__call__`, and carries no marks of adjoint's (`adjoint.grad(f)` behind a C wrapper)."""
+    with: it carries no marks of adjoint's (`adjoint.checkpoint`, `adjoint.grad(f)`), and it is
+    a ufunc, a Python function that closes over nothing differentiable and has no float
+    defaults, or none of a Python function, a bound method, a partial or an object with a
+    Python `__call__`."""
+    kind = type(fn)
+    if kind is np.ufunc:  # (a ufunc takes no attributes, so it carries no marks)
+        return True
+    if getattr(fn, "__adjoint_vjp__", None) is not None or getattr(fn, "__adjoint_rrule__", None) is not None:
+        return False
+    if kind is types.FunctionType:
+        return not _closes_over_floats(fn)
     return not (
-        isinstance(fn, (types.FunctionType, types.MethodType, functools.partial))
-        or isinstance(getattr(type(fn), "__call__", None), types.FunctionType)
-        or getattr(fn, "__adjoint_vjp__", None) is not None
-        or getattr(fn, "__adjoint_rrule__", None) is not None
+        isinstance(fn, (types.MethodType, functools.partial))
+        or isinstance(getattr(kind, "__call__", None), types.FunctionType)
     )
 
 

@@ -269,7 +269,48 @@ def field_bar(g, obj, name):
     return owning(type(obj), {name: g})
 
 
+def field_bars(gs, obj):
+    """The cotangent of `obj` from those of several of its fields: `gs` maps field names to
+    their cotangents (None: none). The same as adding the `field_bar` of each, made as one
+    `Tangent` where the fields are plain instance fields (the common read: no class attribute
+    shadows or describes them); generated code gathers a method's reads of one object's fields
+    into one call.
+
+    >>> class Model:
+    ...     pass
+    >>> m = Model(); m.W, m.b = 1.0, 2.0
+    >>> field_bars({"W": 2.0, "b": 0.5}, m)
+    Tangent[Model](W=2.0, b=0.5)
+    >>> field_bars({"W": None}, m) is None
+    True
+    """
+    instance = getattr(obj, "__dict__", None)
+    cls = type(obj)
+    views = ()  # the dictionaries of the classes before `object` (which takes no attributes)
+    if instance is not None and type(cls) is type:  # (a metaclass of its own may answer otherwise)
+        mro = cls.__mro__
+        views = (cls.__dict__,) if len(mro) == 2 else tuple(klass.__dict__ for klass in mro[:-1])
+    fields, others = {}, None
+    for name, g in gs.items():
+        if g is None:
+            continue
+        if views and name in instance and name not in _OBJECT_ATTRIBUTES:
+            for view in views:
+                if name in view:
+                    break
+            else:  # an instance field no class attribute shadows or describes: the common read
+                value = instance[name]
+                if not (type(value) is types.MethodType and value.__self__ is obj):
+                    fields[name] = g
+                    continue
+        others = add(others, field_bar(g, obj, name))  # a property, a method, a namedtuple's field...
+    if not fields:
+        return others
+    return owning(cls, fields) if others is None else add(owning(cls, fields), others)
+
+
 _METHOD = "method"
+_OBJECT_ATTRIBUTES = frozenset(object.__dict__)  # (fixed: `object` takes no attributes)
 _MISSING = object()
 
 

@@ -30,7 +30,7 @@ RRULE_PRIMITIVES = [adj.divide_or_zero, adj.sinc_derivative, adj.digamma]
 
 # Helpers generated code calls that the rules do not (adjoint/compiler emits them).
 COMPILER_HELPERS = [
-    "add", "append_bar", "buffer_like", "from_buffer", "item_bar", "field_bar", "scatter_add", "setitem_bar",
+    "add", "append_bar", "buffer_like", "from_buffer", "item_bar", "field_bar", "field_bars", "scatter_add", "setitem_bar",
     "unbroadcast", "unconcat", "unindex", "unpack_bar", "zeros_like", "unstack", "unconcatenate", "unsplit",
     "unreduce", "matmul_lhs_bar", "matmul_rhs_bar",
 ]

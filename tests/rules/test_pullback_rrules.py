@@ -27,8 +27,8 @@ from sampling import complex_of, distinct, normal, scalar
 RRULE_PRIMITIVES = [
     adj.unbroadcast, adj.unbroadcast_float, adj.cotangent_like, adj.unreduce, adj.unreduce_chosen, adj.add,
     adj.add_chosen, adj.matmul_lhs_bar, adj.matmul_rhs_bar, adj.dot_lhs_bar, adj.dot_rhs_bar, adj.untranspose,
-    adj.unindex, adj.buffer_like, adj.scatter_add, adj.from_buffer, adj.item_bar, adj.field_bar, adj.unpack_bar,
-    adj.append_bar, adj.setitem_bar, adj.unconcat, adj.unstack, adj.unconcatenate, adj.unsplit, adj.undiagonal,
+    adj.unindex, adj.buffer_like, adj.scatter_add, adj.from_buffer, adj.item_bar, adj.field_bar, adj.field_bars,
+    adj.unpack_bar, adj.append_bar, adj.setitem_bar, adj.unconcat, adj.unstack, adj.unconcatenate, adj.unsplit, adj.undiagonal,
     adj.vjp,
 ]
 
@@ -200,6 +200,8 @@ def cases():
         ("item_bar-array", lambda r, t: (adj.item_bar, (n(r, t, 2, 3), 1, n(r, t, 3)), {})),
         ("field_bar", lambda r, t: (adj.field_bar, (n(r, t, 2), Dense(n(r, t, 2), n(r, t, 3)), "W"), {})),
         ("field_bar-namedtuple", lambda r, t: (adj.field_bar, (n(r, t, 3), Pair(n(r, t, 2), n(r, t, 3)), "b"), {})),
+        ("field_bars", lambda r, t: (adj.field_bars, ({"W": n(r, t, 2), "b": n(r, t, 3)}, Dense(n(r, t, 2), n(r, t, 3))), {})),
+        ("field_bars-namedtuple", lambda r, t: (adj.field_bars, ({"W": n(r, t, 2), "b": None}, Pair(n(r, t, 2), n(r, t, 3))), {})),
         ("unpack_bar", lambda r, t: (adj.unpack_bar, ([n(r, t, 2), None], n(r, t, 2, 2)), {})),
         ("unpack_bar-tuple", lambda r, t: (adj.unpack_bar, ([1.0, None], (0.5, 3)), {})),
         ("append_bar", lambda r, t: (adj.append_bar, ([n(r, t, 2), n(r, t, 2), n(r, t, 2)], n(r, t, 2)), {})),

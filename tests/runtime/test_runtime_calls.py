@@ -205,6 +205,44 @@ def test_method_of_an_object_gives_the_object_a_tangent():
     np.testing.assert_allclose(x_bar, 2 * W)
 
 
+class Holder:
+    """A field holding a function: called as `holder.fn(x)`."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def plain_square(x):
+    return x * x
+
+
+def scaled_square(x, scale=np.array([2.0, 3.0])):  # a float default: its cotangent goes to the field
+    return scale * x * x
+
+
+def closing_over(w):
+    return lambda x: w * x
+
+
+@pytest.mark.parametrize("fn, fn_bar", [
+    (plain_square, None),
+    (np.square, None),
+    (scaled_square, {"scale": X * X}),
+    (closing_over(Y), {"w": X}),
+], ids=["function", "ufunc", "float-default", "closure"])
+def test_a_field_holding_a_function_gets_the_cotangent_of_what_it_holds(fn, fn_bar):
+    value, back = adj.method_vjp((0, 1), Holder(fn), "fn", X)
+    np.testing.assert_allclose(value, fn(X))
+    holder_bar, x_bar = back(np.ones(2))
+    if fn_bar is None:
+        assert holder_bar is None
+    else:
+        (name, expected), = fn_bar.items()
+        np.testing.assert_allclose(holder_bar.fn[name], expected)
+    expected_x_bar = adj.vjp((0,), fn, X)[1](np.ones(2))[0]
+    np.testing.assert_allclose(x_bar, expected_x_bar)
+
+
 def test_method_of_a_list_that_would_need_a_gradient_is_refused():
     with pytest.raises(RuleError, match="flow into the `list` whose method `copy`"):
         adj.method_vjp((0,), [X, Y], "copy")

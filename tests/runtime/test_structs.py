@@ -501,3 +501,85 @@ def test_field_bar_of_a_field_holding_the_objects_own_bound_method_is_the_method
     model.fn = model.loss
     g = Tangent(Model, W=np.ones((2, 2)))
     assert field_bar(g, model, "fn") is g
+
+
+# ---- field_bars: several fields' cotangents at once --------------------------------------------
+
+
+class Bound:
+    """A field holding a bound method of the object, a property, and a class attribute."""
+
+    offset = np.array([0.25, 0.5])
+
+    def __init__(self, W):
+        self.W = W
+        self.fn = self.forward
+
+    def forward(self, x):
+        return x * self.W
+
+    @property
+    def doubled(self):
+        return 2.0 * self.W
+
+
+def added_field_bars(gs, obj):
+    total = None
+    for name, g in gs.items():
+        total = add(total, field_bar(g, obj, name))
+    return total
+
+
+def assert_same_cotangent(a, b):
+    if isinstance(a, Tangent):
+        assert isinstance(b, Tangent) and tangent_type(a) is tangent_type(b)
+        assert tangent_fields(a).keys() == tangent_fields(b).keys()
+        for name, part in tangent_fields(a).items():
+            assert_same_cotangent(part, tangent_fields(b)[name])
+    elif isinstance(a, tuple):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same_cotangent(x, y)
+    elif a is None:
+        assert b is None
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("obj, gs", [
+    (Dense(W, B), {"W": np.ones((2, 2)), "b": np.ones(2)}),
+    (Dense(W, B), {"W": np.ones((2, 2)), "b": None}),
+    (Dense(W, B), {"W": None}),
+    (FrozenDense(W, B), {"b": np.ones(2), "W": 2 * np.ones((2, 2))}),
+    (Slotted(W, 1.5), {"W": np.ones((2, 2)), "scale": 2.0}),
+    (Plain(W), {"W": np.ones((2, 2)), "name": None}),
+    (Point(1.0, 2.0), {"x": 3.0, "y": 4.0}),
+    (Bound(W), {"W": np.ones((2, 2)), "offset": np.ones(2)}),  # a class attribute read through the object
+    (Bound(W), {"W": np.ones((2, 2)), "doubled": np.ones((2, 2))}),  # a property: its getter's cotangent
+    (Bound(W), {"fn": Tangent(Bound, W=np.ones((2, 2))), "W": np.ones((2, 2))}),  # a bound method's: the object's
+], ids=["dataclass", "one-none", "all-none", "frozen-dataclass", "slots", "plain", "namedtuple", "class-attribute",
+        "property", "bound-method"])
+def test_field_bars_is_the_sum_of_the_field_bars(obj, gs):
+    assert_same_cotangent(adj.field_bars(gs, obj), added_field_bars(gs, obj))
+
+
+def test_field_bars_does_not_keep_the_dict_it_is_given():
+    gs = {"W": np.ones((2, 2)), "b": np.ones(2)}
+    bar = adj.field_bars(gs, Dense(W, B))
+    bar.W = None  # a gradient is the user's to change
+    assert gs["W"] is not None
+
+
+def test_field_bars_sees_a_class_attribute_given_since():
+    class Layer:
+        def __init__(self, W, b):
+            self.W, self.b = W, b
+
+    layer = Layer(W, B)
+    before = adj.field_bars({"W": np.ones((2, 2)), "b": np.ones(2)}, layer)
+    assert tangent_fields(before).keys() == {"W", "b"}
+    Layer.b = property(lambda self: 3.0 * self.W[0])  # `b` now a property computed from `W`
+    gs = {"W": np.ones((2, 2)), "b": np.ones(2)}
+    after = adj.field_bars(gs, layer)
+    assert_same_cotangent(after, added_field_bars(gs, layer))
+    np.testing.assert_array_equal(after.W, [[4.0, 4.0], [1.0, 1.0]])
