@@ -67,7 +67,9 @@ class ByIdentity:
 # ---- class attributes ----------------------------------------------------------------------------
 
 _MISSING = object()
-_attributes = ByIdentity()  # class -> {name: (its __mro__, position of the owner in it, attribute)}
+# class -> {name: (its __mro__ but itself, position of the owner in the __mro__, attribute)}: not
+# the whole __mro__, which holds the class, and would keep it alive through its own entry
+_attributes = ByIdentity()
 
 
 def class_attribute(cls, name, default=None):
@@ -92,8 +94,9 @@ def class_attribute(cls, name, default=None):
     known = _attributes.get(cls)
     found = known.get(name) if known is not None else None
     if found is not None:
-        mro, position, attribute = found
-        if cls.__mro__ is mro and (position == len(mro) or mro[position].__dict__.get(name, _MISSING) is attribute):
+        bases, position, attribute = found
+        mro = cls.__mro__
+        if mro[1:] == bases and (position == len(mro) or mro[position].__dict__.get(name, _MISSING) is attribute):
             for klass in mro[:position]:
                 if name in klass.__dict__:
                     break
@@ -109,7 +112,7 @@ def class_attribute(cls, name, default=None):
         if position == len(mro) or mro[position].__dict__[name] is attribute:
             if known is None:
                 _attributes[cls] = known = {}  # (a class that cannot be weakly referenced: not kept)
-            known[name] = (mro, position, attribute)
+            known[name] = (mro[1:], position, attribute)
     return default if attribute is _MISSING else attribute
 
 

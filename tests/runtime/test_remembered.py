@@ -5,6 +5,7 @@ import abc
 import functools
 import gc
 import inspect
+import weakref
 
 import numpy as np
 import pytest
@@ -142,6 +143,23 @@ def test_abstract_classes_and_classes_made_in_a_loop():
     assert class_attribute(Impl, "forward") is Impl.__dict__["forward"]
     functions = [class_attribute(type("L", (), {"f": lambda self: k}), "f") for k in range(3)]
     assert len(set(map(id, functions))) == 3
+
+
+@pytest.mark.parametrize("name", ["forward", "missing"])
+def test_a_class_looked_up_is_not_kept_alive(name):
+    def make():
+        class Layer:
+            def forward(self, x):
+                return x
+
+        return Layer
+
+    Layer = make()
+    class_attribute(Layer, name)
+    alive = weakref.ref(Layer)
+    del Layer
+    gc.collect()
+    assert alive() is None
 
 
 def test_a_class_with_a_metaclass_of_its_own_is_looked_up_afresh():
