@@ -299,10 +299,7 @@ class _Builder:
         ]
         parts = {}
         for name, child in held.items():
-            child_var = self._variable()
-            self._read(f"{child_var} = d{n}[{name!r}]")
-            self.steps.append(f"c{child_var[1:]} = f{n}.get({name!r})")
-            parts[name] = self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, name))
+            parts[name] = self._child(f"d{n}[{name!r}]", f"f{n}.get({name!r})", child, tree.path_of(path, value, name))
         if all(part is None for part in parts.values()):
             return None
         shown = ", ".join(f"{name!r}: {part}" for name, part in parts.items())
@@ -317,10 +314,7 @@ class _Builder:
         self.steps.append(f"s{n} = items_given({cot}, {len(value)})")
         parts = []
         for index, child in enumerate(value):
-            child_var = self._variable()
-            self._read(f"{child_var} = {var}[{index}]")
-            self.steps.append(f"c{child_var[1:]} = s{n}[{index}]")
-            parts.append(self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, index)))
+            parts.append(self._child(f"{var}[{index}]", f"s{n}[{index}]", child, tree.path_of(path, value, index)))
         if all(part is None for part in parts):
             return None
         shown = ", ".join(str(part) for part in parts)
@@ -337,15 +331,20 @@ class _Builder:
         self.steps.append(f"e{n} = entries_given({cot})")
         parts = {}
         for key, child in value.items():
-            child_var = self._variable()
-            self._read(f"{child_var} = {var}[{key!r}]")
-            self.steps.append(f"c{child_var[1:]} = e{n}.get({key!r})")
-            parts[key] = self._node(child, child_var, f"c{child_var[1:]}", tree.path_of(path, value, key))
+            parts[key] = self._child(f"{var}[{key!r}]", f"e{n}.get({key!r})", child, tree.path_of(path, value, key))
         if all(part is None for part in parts.values()):
             return None
         shown = ", ".join(f"{key!r}: {part}" for key, part in parts.items())
         self.steps.append(f"g{n} = {{{shown}}}")
         return f"g{n}"
+
+    def _child(self, read, cotangent, child, path):
+        """Read the node `child` of the node being written (`read`, and its cotangent `cotangent`,
+        as expressions) into variables of its own, and write its checks and steps."""
+        child_var = self._variable()
+        self._read(f"{child_var} = {read}")
+        self.steps.append(f"c{child_var[1:]} = {cotangent}")
+        return self._node(child, child_var, f"c{child_var[1:]}", path)
 
     def _variable(self) -> str:
         self.variables += 1
