@@ -307,3 +307,27 @@ def test_tangents_of_gradients_are_made_like_their_arguments_first():
     (t,) = plain_path.plain_gradients((x,), (np.array([1.0, 2.0, 3.0]),), (0,), None, runtime.tangent_like)
     assert t.dtype == np.float32 and t.shape == (2, 3)
     np.testing.assert_array_equal(t[1], [1.0, 2.0, 3.0])
+
+
+def test_a_gradient_reaching_a_stored_function_through_its_default_is_refused():
+    class Scale:
+        def __init__(self, w):
+            self.w = w
+
+    class Layer:
+        def __init__(self, W, act):
+            self.W, self.act = W, act
+
+        def __call__(self, x):
+            return self.act(x @ self.W)
+
+    def make_act(scale):
+        def act(z, s=scale):
+            return z * s.w
+
+        return act
+
+    layer = Layer(np.ones((2, 2)), make_act(Scale(np.array([2.0, 3.0]))))
+    for _ in range(2):  # planned, then found again
+        with pytest.raises(adjoint.AdjointError, match="a gradient reached `act`"):
+            adjoint.grad(lambda model, x: np.sum(model(x)))(layer, np.array([[1.0, 2.0]]))

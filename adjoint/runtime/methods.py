@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 
-from .calls import _carries_gradient, _closes_over_floats, argument_positions, closure_vjp, no_closure_pullback
+from .calls import _captured_names, _carries_gradient, argument_positions, closure_vjp, no_closure_pullback
 from .cotangents import RuleError, zeros_like
 from .remembered import class_attribute
 from .structs import field_bar, is_namedtuple, is_struct
@@ -94,16 +94,16 @@ def _field_call(wrt, receiver, name, args, kwargs):
 def _holds_no_gradient(fn) -> bool:
     """Whether `closure_vjp` would give the callable `fn` no cotangent whatever it is called
     with: it carries no marks of adjoint's (`adjoint.checkpoint`, `adjoint.grad(f)`), and it is
-    a ufunc, a Python function that closes over nothing differentiable and has no float
-    defaults, or none of a Python function, a bound method, a partial or an object with a
+    a ufunc, a Python function that closes over nothing differentiable and has no default
+    holding floats (a model in a default is one), or none of a Python function, a bound method, a partial or an object with a
     Python `__call__`."""
     kind = type(fn)
     if kind is np.ufunc:  # (a ufunc takes no attributes, so it carries no marks)
         return True
     if getattr(fn, "__adjoint_vjp__", None) is not None or getattr(fn, "__adjoint_rrule__", None) is not None:
         return False
-    if kind is types.FunctionType:
-        return not _closes_over_floats(fn)
+    if kind is types.FunctionType:  # as `closure_vjp` tells: captured values, then defaults holding floats
+        return not _captured_names(fn) and not any(_carries_gradient(d) for d in fn.__defaults__ or ())
     return not (
         isinstance(fn, (types.MethodType, functools.partial))
         or isinstance(getattr(kind, "__call__", None), types.FunctionType)

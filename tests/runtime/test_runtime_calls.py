@@ -407,3 +407,18 @@ def test_method_vjp_of_a_field_holding_a_callable_sends_its_cotangent_to_the_fie
         np.testing.assert_allclose(holder_bar.activation.w, X)
     else:
         np.testing.assert_allclose(holder_bar.activation.w, X)
+
+
+def test_method_vjp_of_a_field_holding_a_function_whose_default_holds_floats_sends_it_its_cotangent():
+    scale = Activated(None, np.array([2.0, 0.5]))
+
+    def act(z, s=scale):  # the model in the default is not a float, but it holds floats
+        return z * s.w
+
+    holder = Activated(act, None)
+    for _ in range(2):  # the second call is the remembered one
+        value, back = adj.method_vjp((0, 1), holder, "activation", X)
+        holder_bar, x_bar = back(np.ones(2))
+    np.testing.assert_allclose(value, X * scale.w)
+    np.testing.assert_allclose(holder_bar.activation["s"].w, X)
+    np.testing.assert_allclose(x_bar, scale.w)
