@@ -185,6 +185,8 @@ class _Builder:
 
     _MAX_NODES = 2000  # a bigger model takes the general path (writing and compiling the code costs
     # about 0.1 ms a node, once per shape: a few hundred calls of the general path)
+    _MAX_DEPTH = 64  # a deeper tree (a linked list) too: the walk that writes a plan recurses, a few
+    # frames a level, and would run out of stack where the general path, with more headroom, does not
 
     def __init__(self):
         self.checks, self.steps = [], []  # the bodies of `matches` and `complete`
@@ -220,7 +222,7 @@ class _Builder:
         kind = layout.kind
         if kind is layouts.FLOAT or kind is layouts.ARRAY or kind is layouts.LEAF:
             return self._leaf(value, var, cot, path, layout)
-        if id(value) in self.ancestors:  # a cycle: `structure` completes those
+        if id(value) in self.ancestors or len(self.ancestors) >= self._MAX_DEPTH:  # a cycle: `structure` completes those
             raise _Ineligible
         self.ancestors.add(id(value))
         try:

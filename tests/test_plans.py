@@ -303,3 +303,16 @@ def test_a_model_past_the_size_limit_takes_the_general_path():
     big = [1.0] * plans._Builder._MAX_NODES
     assert _plan(big) is None
     assert adjoint.grad(lambda xs: xs[0] * xs[-1])(big) == [1.0] + [0.0] * (len(big) - 2) + [1.0]
+
+
+def test_a_tree_past_the_depth_limit_takes_the_general_path():
+    def nested(depth):
+        tree = {"w": 1.0}
+        for _ in range(depth):
+            tree = {"w": 1.0, "next": tree}
+        return tree
+
+    assert _plan(nested(plans._Builder._MAX_DEPTH - 1)) is not None  # the root and its chain: the limit
+    deep = nested(plans._Builder._MAX_DEPTH)
+    assert _plan(deep) is None
+    assert adjoint.grad(lambda t: t["w"] * t["next"]["w"])(deep)["next"]["w"] == 1.0
