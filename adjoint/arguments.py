@@ -19,7 +19,7 @@ def name_of(f) -> str:
 def carries_gradient(arg, index, f) -> bool:
     """Whether argument `index` of `f` gets a gradient: a float or complex number or array, or
     a container or object holding one (a model)."""
-    return runtime.is_differentiable(arg) or tree.holds_floats(arg)
+    return runtime.is_differentiable(arg) or tree.is_tree_with_floats(arg)
 
 
 def complete(value, cotangent):

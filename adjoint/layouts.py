@@ -55,6 +55,7 @@ OBJECT = "object"  # an object whose fields are its instance `__dict__`
 DATACLASS = "dataclass"  # a dataclass whose fields are usually its instance `__dict__`, in field order
 STRUCT = "struct"  # any other object of the user's: `fields_of` reads its fields
 GENERIC = "generic"  # decided value by value, by the general functions
+OBJECTS = frozenset({OBJECT, DATACLASS, STRUCT})  # the kinds of a user's object (`is_struct`)
 
 
 class Layout:

@@ -81,7 +81,7 @@ class _Completion:
     def _children(self, arg, layout, kids, cotangent, path):
         given = _entries_of(cotangent)
         paths_open, project = not self.frozen, self.project
-        is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and structs.is_struct(arg)
+        is_object = layout.kind in layouts.OBJECTS or layout.kind is layouts.GENERIC and structs.is_struct(arg)
         # fields its class declares frozen, at every place of a tied object (the frozen paths
         # name one place of each)
         declared = trainable.frozen_fields(arg) if is_object and not paths_open else ()
@@ -131,7 +131,6 @@ def _nothing(key):
     return None
 
 
-_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
 
 
 def refuse_stray_fields(arg, cotangent, parts):

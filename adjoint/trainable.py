@@ -45,7 +45,7 @@ def frozen_fields(obj) -> frozenset:
     if declared is None:
         return layout.metadata_frozen
     declared = (declared,) if isinstance(declared, str) else tuple(declared)
-    fields = layouts.fields(obj, layout) if layout.kind in _OBJECTS else fields_of(obj)
+    fields = layouts.fields(obj, layout) if layout.kind in layouts.OBJECTS else fields_of(obj)
     unknown = [name for name in declared if name not in fields]
     if unknown:
         raise AdjointError(
@@ -73,7 +73,7 @@ def declares_frozen(tree) -> bool:
         node = walk.pop()
         layout = layout_of(type(node))
         kind = layout.kind
-        if kind in _OBJECTS or kind is layouts.GENERIC and is_struct(node):
+        if kind in layouts.OBJECTS or kind is layouts.GENERIC and is_struct(node):
             if layout.metadata_frozen or getattr(type(node), "__trainable__", None) is not None:
                 return True
         elif kind in _NO_CHILDREN:
@@ -84,7 +84,6 @@ def declares_frozen(tree) -> bool:
     return False
 
 
-_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
 _NO_CHILDREN = frozenset({layouts.FLOAT, layouts.ARRAY, layouts.LEAF})
 
 
@@ -149,7 +148,7 @@ class Freezing:
                     (frozen_ids if frozen else open_ids).add(id(tree))
                 continue
             (frozen_ids if frozen else open_ids).add(id(tree))
-            is_object = layout.kind in _OBJECTS or layout.kind is layouts.GENERIC and is_struct(tree)
+            is_object = layout.kind in layouts.OBJECTS or layout.kind is layouts.GENERIC and is_struct(tree)
             declared = frozen_fields(tree) if is_object else ()
             for key, value in entries(tree, layout):
                 child_path = path_of(path, tree, key) if written else (path, tree, key)
@@ -263,13 +262,13 @@ def call_spec(args, wrt, keep=None) -> tuple:
         if kind is float or kind is np.ndarray and arg.dtype.kind in "fc":
             continue
         layout = layout_of(kind)
-        if layout.kind in _OBJECTS:  # an object of yours (`is_struct`), never a float
+        if layout.kind in layouts.OBJECTS:  # an object of yours (`is_struct`), never a float
             if not pruned and not layout.metadata_frozen and declares_no_trainable(kind):
                 spec += ((position, ()),)  # nothing declared frozen, nothing pruned: the common model
                 continue
         elif is_differentiable(arg):
             continue
-        if layout.kind in _OBJECTS or is_struct(arg):
+        if layout.kind in layouts.OBJECTS or is_struct(arg):
             names = set(frozen_fields(arg))
             if pruned:
                 names |= {name for name, value in fields_of(arg).items() if id(value) in pruned}

@@ -57,27 +57,6 @@ def _walk(tree, visit, seen):
         _walk(child, visit, seen)
 
 
-def holds_floats(tree, seen=None) -> bool:
-    """Whether `tree` holds a float leaf anywhere (`tree_leaves(tree)` is not empty), found
-    without walking past the first.
-
-    >>> holds_floats({"n": 3, "layers": [None, (1, 2.5)]}), holds_floats({"n": 3})
-    (True, False)
-    """
-    seen = set() if seen is None else seen
-    layout = layout_of(type(tree))
-    if layouts.is_differentiable(tree, layout):
-        return True
-    if _may_recur(tree, layout):
-        if id(tree) in seen:
-            return False
-        seen.add(id(tree))
-    for _, child in entries(tree, layout):
-        if holds_floats(child, seen):
-            return True
-    return False
-
-
 def _may_recur(tree, layout) -> bool:
     """Whether `tree` is of a kind that can be reached twice in a tree, or hold itself: the
     walks keep note of those they have seen."""
@@ -104,7 +83,7 @@ def entries(tree, layout):
     ([('W', 1.0), ('n', 3)], [])
     """
     kind = layout.kind
-    if kind in _OBJECTS:
+    if kind in layouts.OBJECTS:
         return layouts.fields(tree, layout).items()
     if kind is layouts.LIST or kind is layouts.TUPLE:
         return enumerate(tree)
@@ -119,7 +98,6 @@ def entries(tree, layout):
     return ()  # a float, an array, a leaf without a gradient
 
 
-_OBJECTS = frozenset({layouts.OBJECT, layouts.DATACLASS, layouts.STRUCT})
 
 
 def _children_of_any(tree) -> list:
@@ -284,8 +262,24 @@ def _set(container, key, value):
 
 
 def is_tree_with_floats(tree, seen=None) -> bool:
-    """Whether `tree` holds a float leaf anywhere (see `holds_floats`)."""
-    return holds_floats(tree, seen)
+    """Whether `tree` holds a float leaf anywhere (`tree_leaves(tree)` is not empty), found
+    without walking past the first.
+
+    >>> is_tree_with_floats({"n": 3, "layers": [None, (1, 2.5)]}), is_tree_with_floats({"n": 3})
+    (True, False)
+    """
+    seen = set() if seen is None else seen
+    layout = layout_of(type(tree))
+    if layouts.is_differentiable(tree, layout):
+        return True
+    if _may_recur(tree, layout):
+        if id(tree) in seen:
+            return False
+        seen.add(id(tree))
+    for _, child in entries(tree, layout):
+        if is_tree_with_floats(child, seen):
+            return True
+    return False
 
 
 def path_of(path: str, tree, key) -> str:
